@@ -1,0 +1,51 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "ReceiptKit",
+    products: [
+        .library(name: "ReceiptKit", targets: ["ReceiptKit"]),
+        .executable(name: "verify-receipt", targets: ["verify-receipt"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // libcrypto from OpenSSL 3: every signature, digest and X.509 operation.
+        .systemLibrary(
+            name: "CReceiptKitOpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // jansson: every JSON parse, with JSON_REJECT_DUPLICATES.
+        .systemLibrary(
+            name: "CReceiptKitJansson",
+            pkgConfig: "jansson",
+            providers: [.apt(["libjansson-dev"])]
+        ),
+        .target(
+            name: "ReceiptKit",
+            dependencies: ["CReceiptKitOpenSSL", "CReceiptKitJansson"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "verify-receipt",
+            dependencies: [
+                "ReceiptKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ReceiptKitTests",
+            dependencies: ["ReceiptKit"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

@@ -1,0 +1,20 @@
+#ifndef RECEIPTKIT_JANSSON_SHIM_H
+#define RECEIPTKIT_JANSSON_SHIM_H
+
+#include <jansson.h>
+
+/* jansson exposes a value's type and its decode flags only through macros,
+ * which Swift cannot import; these inline functions give Swift the same. */
+
+static inline json_type rk_json_typeof(const json_t *value) {
+    return json_typeof(value);
+}
+
+/* Flags for every decode ReceiptKit makes: reject duplicate object members
+ * (signed data must have one meaning). NUL in strings stays rejected because
+ * JSON_ALLOW_NUL is not set. */
+static inline size_t rk_json_strict_decode_flags(void) {
+    return JSON_REJECT_DUPLICATES;
+}
+
+#endif

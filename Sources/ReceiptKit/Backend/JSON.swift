@@ -1,0 +1,211 @@
+internal import CReceiptKitJansson
+
+/// A JSON document parsed by jansson, owned by this object and freed with it.
+///
+/// Parsing is strict: duplicate object members are rejected (signed data must have exactly one
+/// meaning), as are invalid UTF-8, a byte-order mark, NUL in strings, and integers beyond 64 bits.
+final class JSONDocument {
+    private let root: UnsafeMutablePointer<json_t>
+
+    /// Parses `bytes` as a JSON object.
+    ///
+    /// - Parameters:
+    ///   - bytes: The UTF-8 JSON text.
+    ///   - code: The error code to throw when parsing fails.
+    ///   - what: What the text is, for the error reason (e.g. "JWS header").
+    /// - Throws: ``ReceiptKitError`` with `code` when the text is not a strict JSON object.
+    init(parsingObject bytes: [UInt8], code: ReceiptKitError.Code, what: String) throws {
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
+            throw ReceiptKitError(code, "\(what) starts with a byte-order mark")
+        }
+        var error = json_error_t()
+        let parsed = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                json_loadb(chars.baseAddress, chars.count, rk_json_strict_decode_flags(), &error)
+            }
+        }
+        guard let parsed else {
+            let text = withUnsafeBytes(of: &error.text) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            throw ReceiptKitError(code, "\(what) is not valid JSON: \(text) at offset \(error.position)")
+        }
+        guard rk_json_typeof(parsed) == JSON_OBJECT else {
+            json_decref(parsed)
+            throw ReceiptKitError(code, "\(what) is not a JSON object")
+        }
+        self.root = parsed
+    }
+
+    deinit {
+        json_decref(root)
+    }
+
+    /// Calls `body` with the root object. The view must not escape `body`.
+    func withRoot<Result>(
+        path: String = "", code: ReceiptKitError.Code, _ body: (JSONObject) throws -> Result
+    ) rethrows -> Result {
+        try withExtendedLifetime(self) {
+            try body(JSONObject(pointer: root, path: path, code: code))
+        }
+    }
+}
+
+/// A read-only view of a JSON object inside a live ``JSONDocument``, with typed member access.
+///
+/// Every accessor treats an absent member and JSON `null` alike (`nil`), and throws
+/// ``ReceiptKitError`` with the view's code, naming the member's path, when a member has another
+/// JSON type than the one asked for.
+struct JSONObject {
+    fileprivate let pointer: UnsafeMutablePointer<json_t>
+    /// The dotted path of this object in its document, for error reasons ("" for the root).
+    let path: String
+    let code: ReceiptKitError.Code
+
+    private func member(_ key: String) -> UnsafeMutablePointer<json_t>? {
+        guard let value = json_object_get(pointer, key), rk_json_typeof(value) != JSON_NULL else { return nil }
+        return value
+    }
+
+    private func name(_ key: String) -> String {
+        path.isEmpty ? key : "\(path).\(key)"
+    }
+
+    private func typeError(_ key: String, _ expected: String, _ value: UnsafeMutablePointer<json_t>) -> ReceiptKitError {
+        ReceiptKitError(code, "member '\(name(key))' must be \(expected), found \(Self.typeName(value))")
+    }
+
+    private static func typeName(_ value: UnsafeMutablePointer<json_t>) -> String {
+        switch rk_json_typeof(value) {
+        case JSON_OBJECT: "an object"
+        case JSON_ARRAY: "an array"
+        case JSON_STRING: "a string"
+        case JSON_INTEGER: "an integer"
+        case JSON_REAL: "a fractional number"
+        case JSON_TRUE, JSON_FALSE: "a boolean"
+        default: "null"
+        }
+    }
+
+    /// Whether the object has `key` (with any value, `null` included).
+    func contains(_ key: String) -> Bool {
+        json_object_get(pointer, key) != nil
+    }
+
+    /// The string member `key`.
+    func string(_ key: String) throws -> String? {
+        guard let value = member(key) else { return nil }
+        guard rk_json_typeof(value) == JSON_STRING else { throw typeError(key, "a string", value) }
+        return Self.string(value)
+    }
+
+    fileprivate static func string(_ value: UnsafeMutablePointer<json_t>) -> String {
+        let length = json_string_length(value)
+        guard let characters = json_string_value(value) else { return "" }
+        return characters.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
+    }
+
+    /// The integer member `key` (a JSON number without fraction or exponent).
+    func int64(_ key: String) throws -> Int64? {
+        guard let value = member(key) else { return nil }
+        guard rk_json_typeof(value) == JSON_INTEGER else { throw typeError(key, "an integer", value) }
+        return Int64(json_integer_value(value))
+    }
+
+    /// The integer member `key`, which must fit in 32 bits.
+    func int32(_ key: String) throws -> Int32? {
+        guard let wide = try int64(key) else { return nil }
+        guard let narrow = Int32(exactly: wide) else {
+            throw ReceiptKitError(code, "member '\(name(key))' is out of range: \(wide)")
+        }
+        return narrow
+    }
+
+    /// The Boolean member `key` (JSON `true` or `false`, never a string).
+    func bool(_ key: String) throws -> Bool? {
+        guard let value = member(key) else { return nil }
+        switch rk_json_typeof(value) {
+        case JSON_TRUE: return true
+        case JSON_FALSE: return false
+        default: throw typeError(key, "a boolean", value)
+        }
+    }
+
+    /// The date member `key`: milliseconds since 1970 as a JSON number, possibly fractional.
+    func timestamp(_ key: String) throws -> Timestamp? {
+        guard let value = member(key) else { return nil }
+        switch rk_json_typeof(value) {
+        case JSON_INTEGER:
+            let milliseconds = Int64(json_integer_value(value))
+            guard abs(milliseconds) <= Timestamp.limit else {
+                throw ReceiptKitError(code, "member '\(name(key))' is out of range: \(milliseconds)")
+            }
+            return Timestamp(millisecondsSince1970: milliseconds)
+        case JSON_REAL:
+            guard let timestamp = Timestamp(fractionalMilliseconds: json_real_value(value)) else {
+                throw ReceiptKitError(code, "member '\(name(key))' is out of range")
+            }
+            return timestamp
+        default:
+            throw typeError(key, "a number of milliseconds", value)
+        }
+    }
+
+    /// The object member `key`.
+    func object(_ key: String) throws -> JSONObject? {
+        guard let value = member(key) else { return nil }
+        guard rk_json_typeof(value) == JSON_OBJECT else { throw typeError(key, "an object", value) }
+        return JSONObject(pointer: value, path: name(key), code: code)
+    }
+
+    /// The array member `key`, as a view.
+    func array(_ key: String) throws -> JSONArray? {
+        guard let value = member(key) else { return nil }
+        guard rk_json_typeof(value) == JSON_ARRAY else { throw typeError(key, "an array", value) }
+        return JSONArray(pointer: value, path: name(key), code: code)
+    }
+
+    /// The array-of-strings member `key`.
+    func strings(_ key: String) throws -> [String]? {
+        guard let array = try array(key) else { return nil }
+        return try (0..<array.count).map { try array.string(at: $0) }
+    }
+
+    /// The array-of-objects member `key`, each decoded by `decode`.
+    func objects<Element>(_ key: String, _ decode: (JSONObject) throws -> Element) throws -> [Element]? {
+        guard let array = try array(key) else { return nil }
+        return try (0..<array.count).map { try decode(array.object(at: $0)) }
+    }
+}
+
+/// A read-only view of a JSON array inside a live ``JSONDocument``.
+struct JSONArray {
+    fileprivate let pointer: UnsafeMutablePointer<json_t>
+    let path: String
+    let code: ReceiptKitError.Code
+
+    /// The number of elements.
+    var count: Int { json_array_size(pointer) }
+
+    private func element(_ index: Int) -> UnsafeMutablePointer<json_t>? {
+        json_array_get(pointer, index)
+    }
+
+    /// The element at `index`, which must be a string.
+    func string(at index: Int) throws -> String {
+        guard let value = element(index), rk_json_typeof(value) == JSON_STRING else {
+            throw ReceiptKitError(code, "element \(index) of '\(path)' must be a string")
+        }
+        return JSONObject.string(value)
+    }
+
+    /// The element at `index`, which must be an object.
+    func object(at index: Int) throws -> JSONObject {
+        guard let value = element(index), rk_json_typeof(value) == JSON_OBJECT else {
+            throw ReceiptKitError(code, "element \(index) of '\(path)' must be an object")
+        }
+        return JSONObject(pointer: value, path: "\(path)[\(index)]", code: code)
+    }
+}

@@ -1,0 +1,162 @@
+/// One purchase in ReceiptKit's normalized schema: the same for a StoreKit 2 transaction JWS
+/// and for an in-app purchase of a legacy receipt.
+///
+/// Enumerations use snake_case names for the values Apple documents and Apple's raw value for
+/// any other; `nil` (JSON `null`) means the source gave nothing. ``write(to:)`` renders exactly the
+/// members listed in the README's schema table, in that order.
+public struct NormalizedTransaction: Sendable, Hashable {
+    /// Where the purchase came from.
+    public enum Source: String, Sendable, Hashable {
+        /// A StoreKit 2 transaction JWS.
+        case jws
+        /// An in-app purchase of a legacy receipt.
+        case receipt
+    }
+
+    /// A subscription offer applied to the purchase.
+    public struct Offer: Sendable, Hashable {
+        /// `introductory`, `promotional`, `offer_code`, `win_back`, or Apple's raw number.
+        public let type: String?
+        /// The offer identifier (a promotional offer or offer code name).
+        public let id: String?
+        /// `free_trial`, `pay_as_you_go`, `pay_up_front`, `one_time`, or Apple's raw value.
+        public let discountType: String?
+        /// The offer's ISO 8601 duration, e.g. `P1M`.
+        public let period: String?
+    }
+
+    /// A price in thousandths of the currency's unit.
+    public struct Price: Sendable, Hashable {
+        /// The price in milliunits: 9990 is 9.99.
+        public let milliunits: Int64
+        /// The ISO 4217 currency code.
+        public let currency: String?
+    }
+
+    public let source: Source
+    public let environment: String?
+    public let bundleId: String?
+    public let productId: String?
+    /// `auto_renewable_subscription`, `non_renewing_subscription`, `consumable`,
+    /// `non_consumable`, or Apple's raw value.
+    public let productType: String?
+    public let transactionId: String?
+    public let originalTransactionId: String?
+    public let webOrderLineItemId: String?
+    public let subscriptionGroupId: String?
+    public let quantity: Int64?
+    public let purchaseDate: Timestamp?
+    public let originalPurchaseDate: Timestamp?
+    public let expiresDate: Timestamp?
+    public let revocationDate: Timestamp?
+    /// `refunded_for_other_reason`, `refunded_due_to_issue`, or Apple's raw number.
+    public let revocationReason: String?
+    public let isUpgraded: Bool?
+    /// `purchased`, `family_shared`, or Apple's raw value.
+    public let ownershipType: String?
+    /// `purchase`, `renewal`, or Apple's raw value.
+    public let transactionReason: String?
+    public let offer: Offer?
+    public let price: Price?
+    public let storefront: String?
+    public let storefrontId: String?
+    public let appAccountToken: String?
+    public let appTransactionId: String?
+    public let signedDate: Timestamp?
+}
+
+extension NormalizedTransaction {
+    /// Normalizes a StoreKit 2 transaction.
+    ///
+    /// - Parameter transaction: The verified transaction payload.
+    public init(_ transaction: JWSTransaction) {
+        source = .jws
+        environment = transaction.rawEnvironment
+        bundleId = transaction.bundleId
+        productId = transaction.productId
+        productType = Normalization.productType.normalize(transaction.rawType)
+        transactionId = transaction.transactionId
+        originalTransactionId = transaction.originalTransactionId
+        webOrderLineItemId = transaction.webOrderLineItemId
+        subscriptionGroupId = transaction.subscriptionGroupIdentifier
+        quantity = transaction.quantity.map(Int64.init)
+        purchaseDate = transaction.purchaseDate
+        originalPurchaseDate = transaction.originalPurchaseDate
+        expiresDate = transaction.expiresDate
+        revocationDate = transaction.revocationDate
+        revocationReason = Normalization.revocationReason(transaction.revocationReason)
+        isUpgraded = transaction.isUpgraded
+        ownershipType = Normalization.ownershipType.normalize(transaction.rawInAppOwnershipType)
+        transactionReason = Normalization.transactionReason.normalize(transaction.rawTransactionReason)
+        offer = Offer(
+            type: transaction.offerType, id: transaction.offerIdentifier,
+            discountType: transaction.rawOfferDiscountType, period: transaction.offerPeriod)
+        price = transaction.price.map { Price(milliunits: $0, currency: transaction.currency) }
+        storefront = transaction.storefront
+        storefrontId = transaction.storefrontId
+        appAccountToken = transaction.appAccountToken
+        appTransactionId = transaction.appTransactionId
+        signedDate = transaction.signedDate
+    }
+
+    /// Renders the normalized transaction as a JSON object.
+    func write(to writer: inout JSONWriter) {
+        writer.object { json in
+            json.member("source", source.rawValue)
+            json.member("environment", environment)
+            json.member("bundle_id", bundleId)
+            json.member("product_id", productId)
+            json.member("product_type", productType)
+            json.member("transaction_id", transactionId)
+            json.member("original_transaction_id", originalTransactionId)
+            json.member("web_order_line_item_id", webOrderLineItemId)
+            json.member("subscription_group_id", subscriptionGroupId)
+            json.member("quantity", quantity)
+            json.member("purchase_date", purchaseDate)
+            json.member("original_purchase_date", originalPurchaseDate)
+            json.member("expires_date", expiresDate)
+            json.member("revocation_date", revocationDate)
+            json.member("revocation_reason", revocationReason)
+            json.member("is_upgraded", isUpgraded)
+            json.member("ownership_type", ownershipType)
+            json.member("transaction_reason", transactionReason)
+            json.objectMember("offer", offer) { json, offer in offer.write(to: &json) }
+            json.objectMember("price", price) { json, price in
+                json.member("milliunits", price.milliunits)
+                json.member("currency", price.currency)
+            }
+            json.member("storefront", storefront)
+            json.member("storefront_id", storefrontId)
+            json.member("app_account_token", appAccountToken)
+            json.member("app_transaction_id", appTransactionId)
+            json.member("signed_date", signedDate)
+        }
+    }
+}
+
+extension NormalizedTransaction.Offer {
+    /// Normalizes Apple's offer members; `nil` when all are absent.
+    init?(type: Int32?, id: String?, discountType: String?, period: String?) {
+        guard type != nil || id != nil || discountType != nil || period != nil else { return nil }
+        self.type = Normalization.offerType(type)
+        self.id = id
+        self.discountType = Normalization.offerDiscountType.normalize(discountType)
+        self.period = period
+    }
+
+    /// Creates an offer from already-normalized values.
+    init(normalizedType: String?, id: String?, discountType: String?, period: String?) {
+        self.type = normalizedType
+        self.id = id
+        self.discountType = discountType
+        self.period = period
+    }
+
+    /// Writes the offer's members into the current object.
+    func write(to json: inout JSONWriter) {
+        json.member("type", type)
+        json.member("id", id)
+        json.member("discount_type", discountType)
+        json.member("period", period)
+    }
+}

@@ -1,0 +1,157 @@
+/// One verified input in ReceiptKit's normalized schema: what `verify-receipt` prints.
+public struct VerificationRecord: Sendable {
+    /// What the input was.
+    public let kind: PayloadKind
+    /// The environment the payload declares (raw: `Production`, `Sandbox`, `Xcode`, …).
+    public let environment: String?
+    /// The instant the chain was validated at.
+    public let validatedAt: Timestamp
+    /// The chain the input was verified under.
+    public let chain: ChainSummary
+    /// The purchases: one for a transaction or a notification that carries one.
+    public let transactions: [NormalizedTransaction]
+    /// The notification, for `kind == .notification`.
+    public let notification: NotificationPayload?
+    /// The renewal info: the payload itself, or a notification's nested one.
+    public let renewalInfo: JWSRenewalInfo?
+    /// The app: an AppTransaction, or a notification's nested one.
+    public let app: NormalizedApp?
+    /// The realtime request, for `kind == .realtimeRequest`.
+    public let realtimeRequest: RealtimeRequest?
+
+    init(
+        kind: PayloadKind, environment: String?, validatedAt: Timestamp, chain: ChainSummary,
+        transactions: [NormalizedTransaction] = [], notification: NotificationPayload? = nil,
+        renewalInfo: JWSRenewalInfo? = nil, app: NormalizedApp? = nil, realtimeRequest: RealtimeRequest? = nil
+    ) {
+        self.kind = kind
+        self.environment = environment
+        self.validatedAt = validatedAt
+        self.chain = chain
+        self.transactions = transactions
+        self.notification = notification
+        self.renewalInfo = renewalInfo
+        self.app = app
+        self.realtimeRequest = realtimeRequest
+    }
+
+    /// The record of a verified transaction.
+    public init(_ verified: Verified<JWSTransaction>) {
+        self.init(kind: .transaction, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
+                  chain: verified.chain, transactions: [NormalizedTransaction(verified.payload)])
+    }
+
+    /// The record of verified renewal info.
+    public init(_ verified: Verified<JWSRenewalInfo>) {
+        self.init(kind: .renewalInfo, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
+                  chain: verified.chain, renewalInfo: verified.payload)
+    }
+
+    /// The record of a verified AppTransaction.
+    public init(_ verified: Verified<AppTransaction>) {
+        self.init(kind: .appTransaction, environment: verified.payload.rawReceiptType, validatedAt: verified.validatedAt,
+                  chain: verified.chain, app: NormalizedApp(verified.payload))
+    }
+
+    /// The record of a verified realtime request.
+    public init(_ verified: Verified<RealtimeRequest>) {
+        self.init(kind: .realtimeRequest, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
+                  chain: verified.chain, realtimeRequest: verified.payload)
+    }
+
+    /// The record of a verified notification, with its nested transaction, renewal info and app.
+    public init(_ verified: VerifiedNotification) {
+        let notification = verified.notification
+        self.init(
+            kind: .notification, environment: notification.payload.rawEnvironment,
+            validatedAt: notification.validatedAt, chain: notification.chain,
+            transactions: verified.transaction.map { [NormalizedTransaction($0.payload)] } ?? [],
+            notification: notification.payload, renewalInfo: verified.renewalInfo?.payload,
+            app: verified.appTransaction.map { NormalizedApp($0.payload) })
+    }
+
+    func write(input: Int?, to writer: inout JSONWriter) {
+        writer.object { json in
+            if let input { json.member("input", input) }
+            json.member("status", "verified")
+            json.member("kind", kind.rawValue)
+            json.member("environment", environment)
+            json.member("validated_at", validatedAt)
+            json.member("chain") { json in
+                json.object { json in
+                    json.member("root_sha256", chain.rootSHA256)
+                    json.member("leaf_sha256", chain.leafSHA256)
+                    json.member("leaf_not_after", chain.leafNotAfter)
+                }
+            }
+            json.member("transactions") { json in
+                json.array { json in
+                    for transaction in transactions {
+                        json.element { transaction.write(to: &$0) }
+                    }
+                }
+            }
+            if let notification {
+                json.member("notification") { notification.write(to: &$0) }
+            }
+            if let renewalInfo {
+                json.member("renewal_info") { renewalInfo.write(to: &$0) }
+            }
+            if let app {
+                json.member("app") { app.write(to: &$0) }
+            }
+            if let realtimeRequest {
+                json.member("realtime_request") { realtimeRequest.write(to: &$0) }
+            }
+        }
+    }
+
+    /// The record as one line of JSON (or indented JSON when `pretty`).
+    ///
+    /// - Parameters:
+    ///   - input: The 1-based input number to print first, or `nil` to omit it.
+    ///   - pretty: Whether to indent.
+    public func json(input: Int? = nil, pretty: Bool = false) -> String {
+        var writer = JSONWriter(pretty: pretty)
+        write(input: input, to: &writer)
+        return writer.text
+    }
+}
+
+/// The outcome of verifying one input: a record, or the error that rejected it.
+public enum VerificationOutcome: Sendable {
+    case verified(VerificationRecord)
+    case rejected(ReceiptKitError)
+
+    /// Whether the input verified.
+    public var isVerified: Bool {
+        if case .verified = self { return true }
+        return false
+    }
+
+    /// The outcome as JSON: the record, or
+    /// `{"input": N, "status": "rejected", "error": {"code": …, "message": …}}`.
+    ///
+    /// - Parameters:
+    ///   - input: The 1-based input number to print first, or `nil` to omit it.
+    ///   - pretty: Whether to indent.
+    public func json(input: Int? = nil, pretty: Bool = false) -> String {
+        switch self {
+        case .verified(let record):
+            return record.json(input: input, pretty: pretty)
+        case .rejected(let error):
+            var writer = JSONWriter(pretty: pretty)
+            writer.object { json in
+                if let input { json.member("input", input) }
+                json.member("status", "rejected")
+                json.member("error") { json in
+                    json.object { json in
+                        json.member("code", error.code.rawValue)
+                        json.member("message", error.message)
+                    }
+                }
+            }
+            return writer.text
+        }
+    }
+}

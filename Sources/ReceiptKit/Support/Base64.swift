@@ -1,0 +1,153 @@
+/// Strict base64 decoders: one canonical spelling per byte string, nothing else accepted.
+enum Base64 {
+    /// The two alphabets ReceiptKit reads.
+    enum Alphabet {
+        /// RFC 4648 §5, `-` and `_`, no padding: JWS segments (RFC 7515 §2).
+        case urlNoPadding
+        /// RFC 4648 §4, `+` and `/`, padded to a multiple of four: `x5c` entries and receipts.
+        case standardPadded
+    }
+
+    private static let invalid: UInt8 = 0xFF
+
+    private static func table(_ alphabet: Alphabet) -> [UInt8] {
+        var table = [UInt8](repeating: invalid, count: 256)
+        let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        for (value, byte) in letters.enumerated() {
+            table[Int(byte)] = UInt8(value)
+        }
+        switch alphabet {
+        case .urlNoPadding:
+            table[Int(UInt8(ascii: "-"))] = 62
+            table[Int(UInt8(ascii: "_"))] = 63
+        case .standardPadded:
+            table[Int(UInt8(ascii: "+"))] = 62
+            table[Int(UInt8(ascii: "/"))] = 63
+        }
+        return table
+    }
+
+    private static let urlTable = table(.urlNoPadding)
+    private static let standardTable = table(.standardPadded)
+
+    /// Decodes `input` in `alphabet`, or returns `nil` when it is not the canonical encoding of
+    /// some byte string: a character outside the alphabet, a wrong length, misplaced or missing
+    /// padding, or non-zero unused bits in the last character.
+    ///
+    /// - Parameters:
+    ///   - input: The encoded text as UTF-8 bytes.
+    ///   - alphabet: Which alphabet and padding rule applies.
+    /// - Returns: The decoded bytes, or `nil`.
+    static func decode<Bytes: RandomAccessCollection>(_ input: Bytes, alphabet: Alphabet) -> [UInt8]?
+    where Bytes.Element == UInt8, Bytes.Index == Int {
+        var count = input.count
+        let table: [UInt8]
+        switch alphabet {
+        case .urlNoPadding:
+            table = urlTable
+        case .standardPadded:
+            table = standardTable
+            guard count % 4 == 0 else { return nil }
+            var padding = 0
+            while padding < 2, count > 0, input[input.startIndex + count - 1] == UInt8(ascii: "=") {
+                count -= 1
+                padding += 1
+            }
+        }
+        let remainder = count % 4
+        guard remainder != 1 else { return nil }
+
+        var output = [UInt8]()
+        output.reserveCapacity(count / 4 * 3 + 2)
+        return table.withUnsafeBufferPointer { table -> [UInt8]? in
+            var index = input.startIndex
+            let fullEnd = input.startIndex + (count - remainder)
+            while index < fullEnd {
+                let a = table[Int(input[index])]
+                let b = table[Int(input[index + 1])]
+                let c = table[Int(input[index + 2])]
+                let d = table[Int(input[index + 3])]
+                guard (a | b | c | d) & 0xC0 == 0 else { return nil }
+                output.append(a << 2 | b >> 4)
+                output.append(b << 4 | c >> 2)
+                output.append(c << 6 | d)
+                index += 4
+            }
+            switch remainder {
+            case 2:
+                let a = table[Int(input[index])]
+                let b = table[Int(input[index + 1])]
+                guard (a | b) & 0xC0 == 0, b & 0x0F == 0 else { return nil }
+                output.append(a << 2 | b >> 4)
+            case 3:
+                let a = table[Int(input[index])]
+                let b = table[Int(input[index + 1])]
+                let c = table[Int(input[index + 2])]
+                guard (a | b | c) & 0xC0 == 0, c & 0x03 == 0 else { return nil }
+                output.append(a << 2 | b >> 4)
+                output.append(b << 4 | c >> 2)
+            default:
+                break
+            }
+            return output
+        }
+    }
+
+    private static let standardLetters = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    /// Encodes `bytes` in the standard padded alphabet.
+    static func encodeStandard(_ bytes: some Collection<UInt8>) -> String {
+        var output = [UInt8]()
+        output.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var iterator = bytes.makeIterator()
+        while let a = iterator.next() {
+            let b = iterator.next()
+            let c = iterator.next()
+            output.append(standardLetters[Int(a >> 2)])
+            output.append(standardLetters[Int((a & 0x03) << 4 | (b ?? 0) >> 4)])
+            output.append(b.map { standardLetters[Int(($0 & 0x0F) << 2 | (c ?? 0) >> 6)] } ?? UInt8(ascii: "="))
+            output.append(c.map { standardLetters[Int($0 & 0x3F)] } ?? UInt8(ascii: "="))
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
+
+/// Lowercase hexadecimal, as fingerprints are printed and pinned.
+enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    /// Encodes `bytes` as lowercase hexadecimal.
+    static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        var output = [UInt8]()
+        for byte in bytes {
+            output.append(digits[Int(byte >> 4)])
+            output.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Decodes hexadecimal text (either case), or returns `nil` if it is not an even number of
+    /// hex digits.
+    static func decode(_ text: String) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count % 2 == 0 else { return nil }
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var output = [UInt8]()
+        output.reserveCapacity(utf8.count / 2)
+        var index = 0
+        while index < utf8.count {
+            guard let high = value(utf8[index]), let low = value(utf8[index + 1]) else { return nil }
+            output.append(high << 4 | low)
+            index += 2
+        }
+        return output
+    }
+}

@@ -1,0 +1,268 @@
+public import struct Foundation.Date
+
+/// Verifies App Store signed data offline: JWS signature, certificate chain to a pinned or
+/// supplied root, Apple's marker extensions, validity at the validation time, then the
+/// configured claims.
+///
+/// Configure one verifier and share it: it is immutable, `Sendable`, and every method may be
+/// called from any number of threads at once.
+///
+/// ```swift
+/// let verifier = AppStoreVerifier(.init(bundleId: "com.example.app", environment: .production))
+/// let transaction = try verifier.verifyTransaction(jws)
+/// ```
+public struct AppStoreVerifier: Sendable {
+    /// What a verifier trusts and checks.
+    public struct Configuration: Sendable {
+        /// The roots to trust. Defaults to Apple's pinned roots.
+        public var anchors: TrustAnchors
+        /// When set, payloads that define a bundle identifier must carry exactly this one.
+        public var bundleId: String?
+        /// When set, payloads that carry an App Apple ID must carry this one; in
+        /// ``AppStoreEnvironment/production`` a missing one is refused too.
+        public var appAppleId: Int64?
+        /// When set, payloads must declare this environment.
+        public var environment: AppStoreEnvironment?
+        /// The instant chains are validated at. Defaults to the payload's signed date.
+        public var validationTime: ValidationTime
+        /// The largest JWS accepted, in bytes. Defaults to 64 KiB.
+        public var maximumJWSSize: Int
+
+        /// The default largest JWS: 64 KiB.
+        public static let defaultMaximumJWSSize = 64 * 1024
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - anchors: The roots to trust.
+        ///   - bundleId: The expected bundle identifier, if checked.
+        ///   - appAppleId: The expected App Apple ID, if checked.
+        ///   - environment: The expected environment, if checked.
+        ///   - validationTime: When chains are validated.
+        ///   - maximumJWSSize: The largest JWS accepted, in bytes.
+        public init(
+            anchors: TrustAnchors = .apple, bundleId: String? = nil, appAppleId: Int64? = nil,
+            environment: AppStoreEnvironment? = nil, validationTime: ValidationTime = .signedDate,
+            maximumJWSSize: Int = defaultMaximumJWSSize
+        ) {
+            self.anchors = anchors
+            self.bundleId = bundleId
+            self.appAppleId = appAppleId
+            self.environment = environment
+            self.validationTime = validationTime
+            self.maximumJWSSize = maximumJWSSize
+        }
+    }
+
+    /// The configuration this verifier was created with.
+    public let configuration: Configuration
+    private let clock: @Sendable () -> Date
+    private let chainValidator: JWSChainValidator
+
+    /// Creates a verifier.
+    ///
+    /// - Parameters:
+    ///   - configuration: What to trust and check.
+    ///   - clock: The current time, read only for ``ValidationTime/now`` and for payloads without
+    ///     a date. Defaults to the system clock.
+    public init(_ configuration: Configuration = Configuration(), clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.configuration = configuration
+        self.clock = clock
+        self.chainValidator = JWSChainValidator(anchors: configuration.anchors)
+    }
+
+    // MARK: One method per payload kind
+
+    /// Verifies a StoreKit 2 transaction JWS (`signedTransactionInfo`).
+    ///
+    /// - Parameter jws: The compact JWS.
+    /// - Returns: The verified transaction.
+    /// - Throws: ``ReceiptKitError`` naming the failed check.
+    public func verifyTransaction(_ jws: String) throws -> Verified<JWSTransaction> {
+        try verifyTransaction(bytes: Array(jws.utf8))
+    }
+
+    /// Verifies a subscription renewal info JWS (`signedRenewalInfo`).
+    ///
+    /// - Parameter jws: The compact JWS.
+    /// - Returns: The verified renewal info.
+    /// - Throws: ``ReceiptKitError`` naming the failed check.
+    public func verifyRenewalInfo(_ jws: String) throws -> Verified<JWSRenewalInfo> {
+        try verifyRenewalInfo(bytes: Array(jws.utf8))
+    }
+
+    /// Verifies an AppTransaction JWS, validated at its `receiptCreationDate` by default.
+    ///
+    /// - Parameter jws: The compact JWS.
+    /// - Returns: The verified AppTransaction.
+    /// - Throws: ``ReceiptKitError`` naming the failed check.
+    public func verifyAppTransaction(_ jws: String) throws -> Verified<AppTransaction> {
+        try verifyAppTransaction(bytes: Array(jws.utf8))
+    }
+
+    /// Verifies a retention-messaging realtime request JWS.
+    ///
+    /// - Parameter jws: The compact JWS.
+    /// - Returns: The verified request.
+    /// - Throws: ``ReceiptKitError`` naming the failed check.
+    public func verifyRealtimeRequest(_ jws: String) throws -> Verified<RealtimeRequest> {
+        let decoded = try decode(Array(jws.utf8))
+        return try verifyRealtimeRequest(decoded)
+    }
+
+    /// Verifies an App Store Server Notification V2 (`signedPayload`) and every JWS nested in it.
+    ///
+    /// A nested `signedTransactionInfo`, `signedRenewalInfo` or `signedAppTransactionInfo` is
+    /// verified with the same anchors, validation-time rule and claims; if any fails, the
+    /// notification is rejected with its error.
+    ///
+    /// - Parameter signedPayload: The notification's compact JWS.
+    /// - Returns: The verified notification and its verified nested payloads.
+    /// - Throws: ``ReceiptKitError`` naming the failed check.
+    public func verifyNotification(_ signedPayload: String) throws -> VerifiedNotification {
+        try verifyNotification(decode(Array(signedPayload.utf8)))
+    }
+
+    // MARK: Any kind
+
+    /// Verifies a JWS of any kind and normalizes it.
+    ///
+    /// Without `kind`, the kind is told from the payload's members, first match wins:
+    /// `notificationType` → notification; `receiptType` or `receiptCreationDate` → app
+    /// transaction; `userLocale` or `requestIdentifier` → realtime request; `transactionId`,
+    /// `bundleId`, `purchaseDate` or `type` → transaction; anything else → renewal info.
+    ///
+    /// - Parameters:
+    ///   - jws: The compact JWS.
+    ///   - kind: The kind to verify it as, or `nil` to detect it.
+    /// - Returns: The normalized record.
+    /// - Throws: ``ReceiptKitError`` naming the failed check.
+    public func verify(_ jws: String, as kind: PayloadKind? = nil) throws -> VerificationRecord {
+        try verify(jwsBytes: Array(jws.utf8), as: kind)
+    }
+
+    func verify(jwsBytes: [UInt8], as kind: PayloadKind?) throws -> VerificationRecord {
+        let decoded = try decode(jwsBytes)
+        switch kind ?? decoded.detectedKind() {
+        case .notification: return VerificationRecord(try verifyNotification(decoded))
+        case .appTransaction: return VerificationRecord(try verifyAppTransaction(decoded))
+        case .realtimeRequest: return VerificationRecord(try verifyRealtimeRequest(decoded))
+        case .transaction: return VerificationRecord(try verifyTransaction(decoded))
+        case .renewalInfo: return VerificationRecord(try verifyRenewalInfo(decoded))
+        case .receipt:
+            throw ReceiptKitError(.unrecognizedInput, "a JWS cannot be verified as a legacy receipt")
+        }
+    }
+
+    // MARK: Internals
+
+    private func verifyTransaction(bytes: [UInt8]) throws -> Verified<JWSTransaction> {
+        try verifyTransaction(decode(bytes))
+    }
+
+    private func verifyRenewalInfo(bytes: [UInt8]) throws -> Verified<JWSRenewalInfo> {
+        try verifyRenewalInfo(decode(bytes))
+    }
+
+    private func verifyAppTransaction(bytes: [UInt8]) throws -> Verified<AppTransaction> {
+        try verifyAppTransaction(decode(bytes))
+    }
+
+    private func verifyTransaction(_ decoded: DecodedJWS) throws -> Verified<JWSTransaction> {
+        let payload = try decoded.payload(JWSTransaction.init(json:))
+        let verified = try authenticate(decoded, payload, date: payload.signedDate)
+        try claims.check(.transaction(payload))
+        return verified
+    }
+
+    private func verifyRenewalInfo(_ decoded: DecodedJWS) throws -> Verified<JWSRenewalInfo> {
+        let payload = try decoded.payload(JWSRenewalInfo.init(json:))
+        let verified = try authenticate(decoded, payload, date: payload.signedDate)
+        try claims.check(.renewalInfo(payload))
+        return verified
+    }
+
+    private func verifyAppTransaction(_ decoded: DecodedJWS) throws -> Verified<AppTransaction> {
+        let payload = try decoded.payload(AppTransaction.init(json:))
+        let verified = try authenticate(decoded, payload, date: payload.receiptCreationDate ?? payload.signedDate)
+        try claims.check(.appTransaction(payload))
+        return verified
+    }
+
+    private func verifyRealtimeRequest(_ decoded: DecodedJWS) throws -> Verified<RealtimeRequest> {
+        let payload = try decoded.payload(RealtimeRequest.init(json:))
+        let verified = try authenticate(decoded, payload, date: payload.signedDate)
+        try claims.check(.realtimeRequest(payload))
+        return verified
+    }
+
+    private func verifyNotification(_ decoded: DecodedJWS) throws -> VerifiedNotification {
+        let payload = try decoded.payload(NotificationPayload.init(json:))
+        let verified = try authenticate(decoded, payload, date: payload.signedDate)
+        func nested<Nested>(_ jws: String?, _ field: String, _ verify: ([UInt8]) throws -> Nested) throws -> Nested? {
+            guard let jws else { return nil }
+            do {
+                return try verify(Array(jws.utf8))
+            } catch let error as ReceiptKitError {
+                throw ReceiptKitError(error.code, "\(field): \(error.reason)", underlyingError: error.underlyingError)
+            }
+        }
+        let transaction = try nested(payload.data?.signedTransactionInfo, "data.signedTransactionInfo", verifyTransaction(bytes:))
+        let renewalInfo = try nested(payload.data?.signedRenewalInfo, "data.signedRenewalInfo", verifyRenewalInfo(bytes:))
+        let appTransaction = try nested(
+            payload.appData?.signedAppTransactionInfo, "appData.signedAppTransactionInfo", verifyAppTransaction(bytes:))
+        try claims.check(.notification(payload))
+        return VerifiedNotification(
+            notification: verified, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
+    }
+
+    private var claims: ClaimPolicy {
+        ClaimPolicy(bundleId: configuration.bundleId, appAppleId: configuration.appAppleId,
+                    environment: configuration.environment)
+    }
+
+    /// Splits and decodes a token: size, segments, header, payload JSON.
+    private func decode(_ token: [UInt8]) throws -> DecodedJWS {
+        let jws = try CompactJWS(token, maximumSize: configuration.maximumJWSSize)
+        let header = try JWSHeader(jws.header)
+        let payload = try JSONDocument(parsingObject: jws.payload, code: .malformedPayload, what: "JWS payload")
+        return DecodedJWS(jws: jws, header: header, payload: payload)
+    }
+
+    /// Validates the chain at the validation time and verifies the signature under its leaf.
+    private func authenticate<Payload>(_ decoded: DecodedJWS, _ payload: Payload, date: Timestamp?) throws -> Verified<Payload> {
+        let time = configuration.validationTime.resolve(payloadDate: date, clock: clock)
+        let chain = try chainValidator.validate(decoded.header.certificateChain, at: time)
+        let signature = try ES256Signature(raw: decoded.jws.signature)
+        let valid = decoded.jws.signingInput.withUnsafeBytes { input in
+            chain.leafKey.verifyECDSASHA256(derSignature: signature.der, message: input)
+        }
+        guard valid else {
+            throw ReceiptKitError(.invalidSignature, "the ES256 signature does not verify under the leaf x5c[0] key")
+        }
+        return Verified(payload: payload, chain: chain.summary, validatedAt: time)
+    }
+}
+
+/// A JWS split and decoded, with its payload parsed as JSON but not yet trusted.
+struct DecodedJWS {
+    let jws: CompactJWS
+    let header: JWSHeader
+    let payload: JSONDocument
+
+    /// Decodes the payload model; type errors are `malformed_payload`.
+    func payload<Model>(_ decode: (JSONObject) throws -> Model) throws -> Model {
+        try payload.withRoot(code: .malformedPayload, decode)
+    }
+
+    /// The payload kind told from its members (see ``AppStoreVerifier/verify(_:as:)``).
+    func detectedKind() -> PayloadKind {
+        payload.withRoot(code: .malformedPayload) { root in
+            if root.contains("notificationType") { return .notification }
+            if root.contains("receiptType") || root.contains("receiptCreationDate") { return .appTransaction }
+            if root.contains("userLocale") || root.contains("requestIdentifier") { return .realtimeRequest }
+            if ["transactionId", "bundleId", "purchaseDate", "type"].contains(where: root.contains) { return .transaction }
+            return .renewalInfo
+        }
+    }
+}

@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads newline-separated records from a file descriptor as they arrive, holding at most one
+/// record (bounded by `maximumLength`) in memory.
+struct LineReader {
+    /// One record read.
+    enum Line {
+        /// The record's bytes, without the newline.
+        case bytes([UInt8])
+        /// A record longer than the limit: its bytes were skipped; `length` is how many.
+        case tooLong(length: Int)
+    }
+
+    private let descriptor: Int32
+    private let maximumLength: Int
+    private var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    private var start = 0
+    private var end = 0
+    private var finished = false
+
+    init(descriptor: Int32, maximumLength: Int) {
+        self.descriptor = descriptor
+        self.maximumLength = maximumLength
+    }
+
+    /// The next record, or `nil` at end of input. A final record without a newline counts.
+    ///
+    /// - Throws: ``ReadError`` when the descriptor cannot be read.
+    mutating func next() throws -> Line? {
+        var line: [UInt8] = []
+        var length = 0
+        while true {
+            if start == end {
+                if finished { break }
+                try fill()
+                if start == end { finished = true; break }
+            }
+            let chunk = buffer[start..<end]
+            if let newline = chunk.firstIndex(of: UInt8(ascii: "\n")) {
+                length += newline - start
+                if length <= maximumLength { line.append(contentsOf: buffer[start..<newline]) }
+                start = newline + 1
+                return length <= maximumLength ? .bytes(line) : .tooLong(length: length)
+            }
+            length += end - start
+            if length <= maximumLength {
+                line.append(contentsOf: chunk)
+            } else if !line.isEmpty {
+                line = []
+            }
+            start = end
+        }
+        if length == 0 { return nil }
+        return length <= maximumLength ? .bytes(line) : .tooLong(length: length)
+    }
+
+    private mutating func fill() throws {
+        start = 0
+        end = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count >= 0 {
+                end = count
+                return
+            }
+            if errno == EINTR { continue }
+            throw ReadError(errno: errno)
+        }
+    }
+}
+
+/// A failed `read(2)`.
+struct ReadError: Error, CustomStringConvertible {
+    let errno: Int32
+    var description: String { String(cString: strerror(errno)) }
+}

@@ -1,0 +1,180 @@
+import ArgumentParser
+import Foundation
+import ReceiptKit
+
+@main
+struct VerifyReceipt: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify-receipt",
+        abstract: "Verify App Store JWS (transactions, renewal info, notifications, app transactions) offline.",
+        discussion: """
+            Reads one input per non-empty line from the files given, or from standard input (`-` or \
+            no file): a compact JWS, or a notification webhook body {"signedPayload": "…"}. Writes \
+            one JSON record per input, in input order. Exit status: 0 when every input verified, 1 \
+            when any was rejected, 64 for a usage error, 66 for an unreadable file.
+            """)
+
+    @Argument(help: "Input files, one input per line ('-' or none: standard input).")
+    var files: [String] = []
+
+    @Option(name: .customLong("root"), help: ArgumentHelp("A trusted root certificate, DER or PEM (repeatable). Replaces Apple's built-in pins.", valueName: "file"))
+    var roots: [String] = []
+
+    @Option(name: .customLong("pin-sha256"), help: ArgumentHelp("A trusted root's SHA-256 fingerprint, hex (repeatable). Replaces Apple's built-in pins.", valueName: "hex"))
+    var pins: [String] = []
+
+    @Option(help: ArgumentHelp("Validation time: 'signed' (the payload's signed date, default), 'now', or an ISO 8601 instant such as 2025-01-01T00:00:00Z.", valueName: "time"))
+    var at: String = "signed"
+
+    @Option(name: .customLong("bundle-id"), help: "Require this bundle identifier.")
+    var bundleId: String?
+
+    @Option(name: .customLong("app-apple-id"), help: "Require this App Apple ID.")
+    var appAppleId: Int64?
+
+    @Option(help: "Require this environment: Production, Sandbox, Xcode or LocalTesting.")
+    var environment: String?
+
+    @Option(help: "Verify every JWS as this kind: transaction, renewal_info, notification, app_transaction, realtime_request.")
+    var kind: String?
+
+    @Option(name: .customLong("max-jws-size"), help: "The largest JWS accepted, in bytes.")
+    var maximumJWSSize: Int = AppStoreVerifier.Configuration.defaultMaximumJWSSize
+
+    @Flag(help: "Indent the JSON output.")
+    var pretty = false
+
+    func run() throws {
+        let verifier = try makeVerifier()
+        let forcedKind = try parseKind()
+        let sources = try openSources()
+        var output = StandardOutput()
+        var inputNumber = 0
+        var allVerified = true
+        let lineLimit = maximumJWSSize + 4096
+        for source in sources {
+            var reader = LineReader(descriptor: source.descriptor, maximumLength: lineLimit)
+            defer { source.close() }
+            while true {
+                let line: LineReader.Line?
+                do {
+                    line = try reader.next()
+                } catch {
+                    Self.complain("verify-receipt: cannot read \(source.name): \(error)")
+                    throw ExitCode(66)
+                }
+                guard let line else { break }
+                let outcome: VerificationOutcome
+                switch line {
+                case .bytes(let bytes):
+                    if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                    outcome = verifier.verify(input: bytes, as: forcedKind)
+                case .tooLong(let length):
+                    outcome = .rejected(ReceiptKitError(.inputTooLarge, "input line is \(length) bytes; the limit is \(lineLimit)"))
+                }
+                inputNumber += 1
+                allVerified = allVerified && outcome.isVerified
+                output.write(outcome.json(input: inputNumber, pretty: pretty))
+            }
+        }
+        output.flush()
+        if !allVerified { throw ExitCode(1) }
+    }
+
+    private func makeVerifier() throws -> AppStoreVerifier {
+        var configuration = AppStoreVerifier.Configuration(maximumJWSSize: maximumJWSSize)
+        if !roots.isEmpty || !pins.isEmpty {
+            let certificates = try roots.map { path -> [UInt8] in
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    Self.complain("verify-receipt: cannot read root certificate \(path)")
+                    throw ExitCode(66)
+                }
+                return Array(data)
+            }
+            do {
+                configuration.anchors = try TrustAnchors(rootCertificates: certificates, pinnedSHA256: pins)
+            } catch let error as ReceiptKitError {
+                throw ValidationError(error.message)
+            }
+        }
+        configuration.bundleId = bundleId
+        configuration.appAppleId = appAppleId
+        if let environment {
+            guard let parsed = AppStoreEnvironment(rawValue: environment) else {
+                throw ValidationError("--environment must be one of \(AppStoreEnvironment.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            configuration.environment = parsed
+        }
+        switch at {
+        case "signed": configuration.validationTime = .signedDate
+        case "now": configuration.validationTime = .now
+        default:
+            guard let instant = Timestamp(rfc3339: at) else {
+                throw ValidationError("--at must be 'signed', 'now' or an ISO 8601 instant such as 2025-01-01T00:00:00Z")
+            }
+            configuration.validationTime = .fixed(instant)
+        }
+        guard maximumJWSSize > 0 else { throw ValidationError("--max-jws-size must be positive") }
+        return AppStoreVerifier(configuration)
+    }
+
+    private func parseKind() throws -> PayloadKind? {
+        guard let kind else { return nil }
+        guard let parsed = PayloadKind(rawValue: kind), parsed != .receipt else {
+            throw ValidationError("--kind must be one of transaction, renewal_info, notification, app_transaction, realtime_request")
+        }
+        return parsed
+    }
+
+    /// Opens every input up front, so an unreadable file is reported before any output.
+    private func openSources() throws -> [InputSource] {
+        let names = files.isEmpty ? ["-"] : files
+        return try names.map { name in
+            if name == "-" { return InputSource(name: "standard input", descriptor: 0) }
+            let descriptor = open(name, O_RDONLY)
+            guard descriptor >= 0 else {
+                Self.complain("verify-receipt: cannot open \(name): \(String(cString: strerror(errno)))")
+                throw ExitCode(66)
+            }
+            return InputSource(name: name, descriptor: descriptor)
+        }
+    }
+
+    static func complain(_ message: String) {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+    }
+}
+
+/// An input file or standard input.
+struct InputSource {
+    let name: String
+    let descriptor: Int32
+
+    func close() {
+        if descriptor > 0 { _ = Foundation.close(descriptor) }
+    }
+}
+
+/// Buffered standard output, one record per line.
+struct StandardOutput {
+    private var buffer: [UInt8] = []
+
+    mutating func write(_ line: String) {
+        buffer.append(contentsOf: line.utf8)
+        buffer.append(UInt8(ascii: "\n"))
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    mutating func flush() {
+        var offset = 0
+        while offset < buffer.count {
+            let written = buffer[offset...].withUnsafeBytes { Foundation.write(1, $0.baseAddress, $0.count) }
+            if written <= 0 {
+                if written < 0, errno == EINTR { continue }
+                break
+            }
+            offset += written
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
