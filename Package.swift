@@ -44,7 +44,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ReceiptKitTests",
-            dependencies: ["ReceiptKit"],
+            // OpenSSL signs payloads under the test PKI; the CLI is built for end-to-end tests.
+            dependencies: ["ReceiptKit", "CReceiptKitOpenSSL", "verify-receipt"],
             swiftSettings: strictSettings
         ),
     ]
