@@ -127,3 +127,45 @@ struct CommandLineTests {
         #expect(transaction["purchase_date"] as? String == "2025-02-04T05:06:00.000Z")
     }
 }
+
+/// Apple's real, mock and Xcode JWS through the binary, with the README's stated outcomes.
+@Suite("verify-receipt over Apple's vectors", .enabled(if: Fixtures.hasSharedVectors))
+struct CommandLineAppleVectorTests {
+    static let cases: [(file: String, arguments: [String], code: String?)] = [
+        ("jws/real/mingos_2025-02-10_transaction_consumable_sandbox.jws", ["--environment", "Sandbox"], nil),
+        ("jws/real/goiap_2023-05-23_renewalInfo_sandbox.jws", [], nil),
+        ("jws/real/mingos_2025-02-10_transaction_consumable_sandbox.jws", ["--at", "now"], "certificate_expired"),
+        ("jws/real/goiap_2023-05-23_renewalInfo_sandbox.jws", ["--at", "now"], "certificate_expired"),
+        ("jws/real/mingos_2025-02-10_transaction_consumable_sandbox.jws", ["--environment", "Production"], "environment_mismatch"),
+        ("jws/apple-mock/transactionInfo.jws", ["--root", "MOCK", "--bundle-id", "com.example", "--environment", "Sandbox"], nil),
+        ("jws/apple-mock/transactionInfo.jws", ["--root", "MOCK", "--bundle-id", "com.example.x"], "bundle_id_mismatch"),
+        ("jws/apple-mock/renewalInfo.jws", ["--root", "MOCK", "--environment", "Sandbox"], nil),
+        ("jws/apple-mock/testNotification.jws", ["--root", "MOCK", "--bundle-id", "com.example", "--environment", "Sandbox"], nil),
+        ("jws/apple-mock/testNotification.jws", ["--root", "MOCK", "--environment", "Production", "--app-apple-id", "1234"], "environment_mismatch"),
+        ("jws/apple-mock/testNotification.jws", ["--root", "MOCK", "--app-apple-id", "1235"], "app_apple_id_mismatch"),
+        ("jws/apple-mock/wrongBundleId.jws", ["--root", "MOCK", "--bundle-id", "com.example"], "bundle_id_mismatch"),
+        ("jws/apple-mock/missingX5CHeaderClaim.jws", ["--root", "MOCK"], "missing_certificate_chain"),
+        ("jws/xcode/xcode-signed-transaction.jws", ["--root", "XCODE", "--environment", "Xcode"], nil),
+        ("jws/xcode/xcode-signed-renewal-info.jws", ["--root", "XCODE", "--environment", "Xcode"], nil),
+        ("jws/xcode/xcode-signed-app-transaction.jws", ["--root", "XCODE", "--environment", "Xcode"], nil),
+        ("jws/xcode/xcode-signed-transaction.jws", ["--environment", "Xcode"], "untrusted_root"),
+    ]
+
+    @Test("each vector gives its stated outcome", arguments: 0..<cases.count)
+    func vector(_ index: Int) throws {
+        let (file, template, code) = Self.cases[index]
+        let base = try #require(Fixtures.sharedVectors)
+        let arguments = template.map { argument -> String in
+            switch argument {
+            case "MOCK": base.appendingPathComponent("certs/AppleTestCA-mock.der").path
+            case "XCODE": base.appendingPathComponent("certs/StoreKitTestingInXcode.der").path
+            default: argument
+            }
+        }
+        let result = try CLI.run(arguments + [base.appendingPathComponent(file).path])
+        let record = try #require(try result.records().first, "\(result.stderr)")
+        #expect(record["status"] as? String == (code == nil ? "verified" : "rejected"), "\(file) \(record)")
+        #expect((record["error"] as? [String: Any])?["code"] as? String == code)
+        #expect(result.status == (code == nil ? 0 : 1))
+    }
+}
