@@ -40,7 +40,22 @@ final class PublicKey: @unchecked Sendable {
     ///
     /// - Returns: `true` when the signature verifies; `false` for any other outcome.
     func verifyECDSASHA256(derSignature: [UInt8], message: UnsafeRawBufferPointer) -> Bool {
-        verify(digest: "SHA256", signature: derSignature, message: message)
+        // Hash with the one-shot SHA256 and verify the digest: this skips fetching the digest
+        // implementation by name and a digest context per call, the costs that matter when the
+        // chain is cached and one ECDSA verification is nearly all that is left.
+        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        _ = SHA256(message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count, &digest)
+        guard let context = EVP_PKEY_CTX_new(pointer, nil) else { return false }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_verify_init(context) == 1 else {
+            _ = OpenSSLErrorQueue.drain()
+            return false
+        }
+        let result = EVP_PKEY_verify(context, derSignature, derSignature.count, digest, digest.count)
+        if result != 1 {
+            _ = OpenSSLErrorQueue.drain()
+        }
+        return result == 1
     }
 
     /// Verifies an RSA PKCS #1 v1.5 signature over `message` hashed with `digest`

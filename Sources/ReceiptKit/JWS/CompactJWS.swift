@@ -5,8 +5,9 @@
 /// Each segment must be the canonical unpadded base64url of its bytes; an empty segment is the
 /// encoding of zero bytes.
 struct CompactJWS {
-    /// The decoded protected header (JSON text).
-    let header: [UInt8]
+    /// `BASE64URL(header)`, still encoded: a header already validated is recognized by these
+    /// bytes without being decoded again.
+    let headerSegment: ArraySlice<UInt8>
     /// The decoded payload (JSON text).
     let payload: [UInt8]
     /// The decoded signature.
@@ -39,9 +40,19 @@ struct CompactJWS {
             }
             return bytes
         }
-        header = try decode(token[..<first], "header")
+        headerSegment = token[..<first]
         payload = try decode(token[(first + 1)..<second], "payload")
         signature = try decode(token[(second + 1)...], "signature")
         signingInput = token[..<second]
+    }
+
+    /// Decodes the header segment.
+    ///
+    /// - Throws: ``ReceiptKitError/Code/malformedJWS`` when it is not canonical base64url.
+    func decodedHeader() throws -> [UInt8] {
+        guard let bytes = Base64.decode(headerSegment, alphabet: .urlNoPadding) else {
+            throw ReceiptKitError(.malformedJWS, "the header segment is not canonical unpadded base64url")
+        }
+        return bytes
     }
 }

@@ -3,7 +3,7 @@
 /// App Store JWS headers are `{"alg":"ES256","x5c":[leaf, intermediate, root]}` (Xcode adds
 /// `kid` and sends one self-signed certificate). Unknown members are ignored except `crit`:
 /// ReceiptKit understands no header extension, so a critical one is refused (RFC 7515 §4.1.11).
-struct JWSHeader {
+struct JWSHeader: Sendable {
     /// The `x5c` certificates as DER, leaf first, not yet parsed.
     let certificateChain: [[UInt8]]
     /// The largest `x5c` accepted before any entry is decoded.

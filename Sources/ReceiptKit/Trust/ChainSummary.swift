@@ -9,7 +9,7 @@ public struct ChainSummary: Sendable, Hashable {
 }
 
 /// A certificate chain that ReceiptKit validated: only ``JWSChainValidator`` makes one.
-struct ValidatedChain {
+struct ValidatedChain: Sendable {
     /// The leaf's public key, which must verify the signature.
     let leafKey: PublicKey
     let summary: ChainSummary

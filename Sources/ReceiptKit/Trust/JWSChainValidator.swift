@@ -17,11 +17,42 @@ struct JWSChainValidator: Sendable {
     static let intermediateMarker = ObjectIdentifier("1.2.840.113635.100.6.2.1")
 
     let anchors: TrustAnchors
+    /// Chains already validated by this verifier, keyed by the exact DER of their certificates.
+    let cache: BoundedCache<ChainKey, CachedChain>
 
-    /// Validates `chain` (DER, leaf first) at `time`.
+    init(anchors: TrustAnchors, cacheCapacity: Int) {
+        self.anchors = anchors
+        self.cache = BoundedCache(capacity: cacheCapacity)
+    }
+
+    /// Validates `chain` (DER, leaf first) at `time`, reusing a chain this validator already
+    /// validated when `time` falls inside its validity window.
     ///
     /// - Throws: ``ReceiptKitError`` naming the failed rule and certificate.
     func validate(_ chain: [[UInt8]], at time: Timestamp) throws -> ValidatedChain {
+        let second = Timestamp(millisecondsSince1970: time.secondsSince1970 * 1000)
+        let key = ChainKey(chain)
+        if let cached = cache.value(for: key), cached.window.contains(second) {
+            return cached.chain
+        }
+        let (validated, window) = try validateUncached(chain, at: time)
+        if let window {
+            cache.insert(CachedChain(chain: validated, window: window), for: key)
+        }
+        return validated
+    }
+
+    /// The validity window of a path: from the latest notBefore to the earliest notAfter.
+    private static func window(of path: [Certificate]) -> ClosedRange<Timestamp>? {
+        let starts = path.compactMap(\.notBefore)
+        let ends = path.compactMap(\.notAfter)
+        guard starts.count == path.count, ends.count == path.count,
+            let start = starts.max(), let end = ends.min(), start <= end
+        else { return nil }
+        return start...end
+    }
+
+    private func validateUncached(_ chain: [[UInt8]], at time: Timestamp) throws -> (ValidatedChain, ClosedRange<Timestamp>?) {
         if chain.count == 1 {
             return try validateSelfSigned(chain[0], at: time)
         }
@@ -67,9 +98,10 @@ struct JWSChainValidator: Sendable {
             throw ReceiptKitError(.missingAppleExtension,
                                   "intermediate x5c[1] \(intermediate.subjectDescription) lacks Apple's marker extension \(Self.intermediateMarker.dotted)")
         }
-        return ValidatedChain(
+        let validated = ValidatedChain(
             leafKey: leafKey,
             summary: ChainSummary(rootSHA256: Hex.encode(path[2].sha256), leafSHA256: Hex.encode(leaf.sha256), leafNotAfter: leaf.notAfter))
+        return (validated, Self.window(of: path))
     }
 
     /// The leaf rules of Apple's profile; returns the leaf's key.
@@ -90,7 +122,7 @@ struct JWSChainValidator: Sendable {
 
     /// Xcode's StoreKit Testing data: one self-signed certificate, trusted only when the user
     /// supplied that exact certificate as a root.
-    private func validateSelfSigned(_ der: [UInt8], at time: Timestamp) throws -> ValidatedChain {
+    private func validateSelfSigned(_ der: [UInt8], at time: Timestamp) throws -> (ValidatedChain, ClosedRange<Timestamp>?) {
         let certificate: Certificate
         do {
             certificate = try Certificate(der: der)
@@ -106,11 +138,12 @@ struct JWSChainValidator: Sendable {
         guard key.isP256 else {
             throw ReceiptKitError(.invalidChain, "x5c[0] key is \(key.ellipticCurveName ?? "not EC"), ES256 needs P-256")
         }
-        _ = try Self.buildPath(leaf: certificate, intermediates: [], anchors: [anchor], at: time, names: ["x5c[0]"])
-        return ValidatedChain(
+        let path = try Self.buildPath(leaf: certificate, intermediates: [], anchors: [anchor], at: time, names: ["x5c[0]"])
+        let validated = ValidatedChain(
             leafKey: key,
             summary: ChainSummary(rootSHA256: Hex.encode(anchor.sha256), leafSHA256: Hex.encode(certificate.sha256),
                                   leafNotAfter: certificate.notAfter))
+        return (validated, Self.window(of: path))
     }
 
     /// Runs OpenSSL's path validation and turns its failure into a ``ReceiptKitError`` that names

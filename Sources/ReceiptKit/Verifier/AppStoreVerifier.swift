@@ -28,6 +28,9 @@ public struct AppStoreVerifier: Sendable {
         /// The largest JWS accepted, in bytes. Defaults to 64 KiB.
         public var maximumJWSSize: Int
 
+        /// How many validated headers and chains the verifier remembers (each).
+        public var cacheCapacity: Int
+
         /// The default largest JWS: 64 KiB.
         public static let defaultMaximumJWSSize = 64 * 1024
 
@@ -40,11 +43,13 @@ public struct AppStoreVerifier: Sendable {
         ///   - environment: The expected environment, if checked.
         ///   - validationTime: When chains are validated.
         ///   - maximumJWSSize: The largest JWS accepted, in bytes.
+        ///   - cacheCapacity: How many validated headers and chains to remember (0 disables it).
         public init(
             anchors: TrustAnchors = .apple, bundleId: String? = nil, appAppleId: Int64? = nil,
             environment: AppStoreEnvironment? = nil, validationTime: ValidationTime = .signedDate,
-            maximumJWSSize: Int = defaultMaximumJWSSize
+            maximumJWSSize: Int = defaultMaximumJWSSize, cacheCapacity: Int = 256
         ) {
+            self.cacheCapacity = cacheCapacity
             self.anchors = anchors
             self.bundleId = bundleId
             self.appAppleId = appAppleId
@@ -58,6 +63,9 @@ public struct AppStoreVerifier: Sendable {
     public let configuration: Configuration
     private let clock: @Sendable () -> Date
     private let chainValidator: JWSChainValidator
+    /// Headers already validated, keyed by their base64url segment: tokens signed by one leaf
+    /// carry byte-identical headers, whose decoding costs more than the payload's.
+    private let headerCache: BoundedCache<ByteKey, JWSHeader>
 
     /// Creates a verifier.
     ///
@@ -68,7 +76,8 @@ public struct AppStoreVerifier: Sendable {
     public init(_ configuration: Configuration = Configuration(), clock: @escaping @Sendable () -> Date = { Date() }) {
         self.configuration = configuration
         self.clock = clock
-        self.chainValidator = JWSChainValidator(anchors: configuration.anchors)
+        self.chainValidator = JWSChainValidator(anchors: configuration.anchors, cacheCapacity: configuration.cacheCapacity)
+        self.headerCache = BoundedCache(capacity: configuration.cacheCapacity)
     }
 
     // MARK: One method per payload kind
@@ -224,7 +233,14 @@ public struct AppStoreVerifier: Sendable {
     /// Splits and decodes a token: size, segments, header, payload JSON.
     private func decode(_ token: [UInt8]) throws -> DecodedJWS {
         let jws = try CompactJWS(token, maximumSize: configuration.maximumJWSSize)
-        let header = try JWSHeader(jws.header)
+        let headerKey = ByteKey(jws.headerSegment)
+        let header: JWSHeader
+        if let cached = headerCache.value(for: headerKey) {
+            header = cached
+        } else {
+            header = try JWSHeader(jws.decodedHeader())
+            headerCache.insert(header, for: headerKey)
+        }
         let payload = try JSONDocument(parsingObject: jws.payload, code: .malformedPayload, what: "JWS payload")
         return DecodedJWS(jws: jws, header: header, payload: payload)
     }

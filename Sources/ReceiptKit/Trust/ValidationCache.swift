@@ -1,0 +1,105 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A bounded map shared by every thread of one verifier, for results that depend only on their
+/// key's bytes: a validated JWS header, a validated certificate chain.
+///
+/// When full, an insertion evicts an arbitrary entry: archives are signed by a handful of
+/// leaves, so the working set is tiny and any bound far above it is never reached in practice,
+/// while a hostile stream of distinct chains cannot grow memory past it.
+final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private let storage: Mutex<[Key: Value]>
+    let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        self.storage = Mutex([:])
+    }
+
+    /// The value for `key`, if cached.
+    func value(for key: Key) -> Value? {
+        storage.withLock { $0[key] }
+    }
+
+    /// Caches `value` for `key`, evicting another entry if the cache is full.
+    func insert(_ value: Value, for key: Key) {
+        guard capacity > 0 else { return }
+        storage.withLock { entries in
+            if entries.count >= capacity, entries[key] == nil, let victim = entries.keys.first {
+                entries.removeValue(forKey: victim)
+            }
+            entries[key] = value
+        }
+    }
+
+    /// The number of cached entries.
+    var count: Int {
+        storage.withLock { $0.count }
+    }
+}
+
+/// A chain that passed every rule once, with the window in which it stays valid.
+///
+/// Path validation depends on the certificates' bytes, the anchors (fixed per verifier) and the
+/// time; only the time varies between inputs signed by the same chain, so a cached chain is
+/// reused for any validation time inside ``window`` and validated again from scratch outside it
+/// (which then reports the precise failure). The payload signature is always verified.
+struct CachedChain: Sendable {
+    let chain: ValidatedChain
+    /// The latest notBefore and the earliest notAfter of the certificates on the path.
+    let window: ClosedRange<Timestamp>
+}
+
+/// Bytes as a cache key: compared in full with `memcmp`, hashed by their length and their first
+/// and last 128 bytes.
+///
+/// Hashing all of a 3 KB header per input would cost more than parsing the payload; the sampled
+/// hash still separates real headers (a certificate's serial number sits in its first bytes), and
+/// a hostile stream of colliding keys is bounded by the cache's capacity.
+struct ByteKey: Hashable, Sendable {
+    let bytes: [UInt8]
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    init(_ bytes: ArraySlice<UInt8>) {
+        self.bytes = Array(bytes)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes.count)
+        bytes.withUnsafeBytes { raw in
+            let sample = 128
+            if raw.count <= 2 * sample {
+                hasher.combine(bytes: raw)
+            } else {
+                hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw.prefix(sample)))
+                hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw.suffix(sample)))
+            }
+        }
+    }
+
+    static func == (lhs: ByteKey, rhs: ByteKey) -> Bool {
+        lhs.bytes.count == rhs.bytes.count
+            && lhs.bytes.withUnsafeBytes { l in
+                rhs.bytes.withUnsafeBytes { r in memcmp(l.baseAddress!, r.baseAddress!, l.count) == 0 }
+            }
+    }
+}
+
+/// A certificate chain (DER, leaf first) as a cache key: the exact bytes of its certificates.
+struct ChainKey: Hashable, Sendable {
+    let certificates: [ByteKey]
+
+    init(_ certificates: [[UInt8]]) {
+        self.certificates = certificates.map(ByteKey.init)
+    }
+}
