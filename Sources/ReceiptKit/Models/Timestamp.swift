@@ -53,36 +53,53 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// ISO 8601 in UTC with milliseconds, e.g. `2025-02-10T04:29:32.561Z`.
     public var iso8601: String {
-        let milliseconds = millisecondsSince1970
-        var days = milliseconds / 86_400_000
-        var msOfDay = milliseconds % 86_400_000
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(27)
+        appendISO8601(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends ``iso8601`` as UTF-8 without building a `String`: the output hot path.
+    func appendISO8601(to bytes: inout [UInt8]) {
+        var days = millisecondsSince1970 / 86_400_000
+        var msOfDay = millisecondsSince1970 % 86_400_000
         if msOfDay < 0 {
             msOfDay += 86_400_000
             days -= 1
         }
         let (year, month, day) = CivilCalendar.date(fromDaysSince1970: days)
-        var text = ""
-        text.reserveCapacity(24)
-        if year < 0 || year > 9999 {
-            text += year < 0 ? "-" : "+"
-            text += Self.padded(abs(year), width: 6)
-        } else {
-            text += Self.padded(year, width: 4)
+        func digits(_ value: Int64, _ width: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<width { divisor *= 10 }
+            var rest = value
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
+                rest %= divisor
+                divisor /= 10
+            }
         }
-        text += "-" + Self.padded(month, width: 2) + "-" + Self.padded(day, width: 2)
-        text += "T" + Self.padded(msOfDay / 3_600_000, width: 2)
-        text += ":" + Self.padded(msOfDay / 60_000 % 60, width: 2)
-        text += ":" + Self.padded(msOfDay / 1000 % 60, width: 2)
-        text += "." + Self.padded(msOfDay % 1000, width: 3) + "Z"
-        return text
+        if year < 0 || year > 9999 {
+            bytes.append(year < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+            digits(abs(year), 6)
+        } else {
+            digits(year, 4)
+        }
+        bytes.append(UInt8(ascii: "-"))
+        digits(month, 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(day, 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(msOfDay / 3_600_000, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(msOfDay / 60_000 % 60, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(msOfDay / 1000 % 60, 2)
+        bytes.append(UInt8(ascii: "."))
+        digits(msOfDay % 1000, 3)
+        bytes.append(UInt8(ascii: "Z"))
     }
 
     public var description: String { iso8601 }
-
-    private static func padded(_ value: Int64, width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
-    }
 
     /// Parses an RFC 3339 timestamp as receipts and `--at` write it: `YYYY-MM-DDTHH:MM:SS`, an
     /// optional fraction of a second, and `Z`, `+HH:MM` or `+HHMM` (receipts omit the colon).
