@@ -27,9 +27,17 @@ public struct AppStoreVerifier: Sendable {
         public var validationTime: ValidationTime
         /// The largest JWS accepted, in bytes. Defaults to 64 KiB.
         public var maximumJWSSize: Int
+        /// The largest legacy receipt accepted, in bytes of DER/BER (its base64 may be a third
+        /// longer). Defaults to 1 MiB.
+        public var maximumReceiptSize: Int
+        /// When set, a legacy receipt's device hash (attribute 5) must match this device.
+        public var deviceIdentifier: DeviceIdentifier?
 
         /// The default largest JWS: 64 KiB.
         public static let defaultMaximumJWSSize = 64 * 1024
+        /// The default largest legacy receipt: 1 MiB of DER/BER. Apple's receipts grow with every
+        /// purchase (a real 187-purchase receipt is 79 KB), so this leaves room for about 2,500.
+        public static let defaultMaximumReceiptSize = 1024 * 1024
 
         /// Creates a configuration.
         ///
@@ -40,10 +48,13 @@ public struct AppStoreVerifier: Sendable {
         ///   - environment: The expected environment, if checked.
         ///   - validationTime: When chains are validated.
         ///   - maximumJWSSize: The largest JWS accepted, in bytes.
+        ///   - maximumReceiptSize: The largest legacy receipt accepted, in bytes of DER/BER.
+        ///   - deviceIdentifier: The device legacy receipts must have been issued to, if checked.
         public init(
             anchors: TrustAnchors = .apple, bundleId: String? = nil, appAppleId: Int64? = nil,
             environment: AppStoreEnvironment? = nil, validationTime: ValidationTime = .signedDate,
-            maximumJWSSize: Int = defaultMaximumJWSSize
+            maximumJWSSize: Int = defaultMaximumJWSSize, maximumReceiptSize: Int = defaultMaximumReceiptSize,
+            deviceIdentifier: DeviceIdentifier? = nil
         ) {
             self.anchors = anchors
             self.bundleId = bundleId
@@ -51,12 +62,14 @@ public struct AppStoreVerifier: Sendable {
             self.environment = environment
             self.validationTime = validationTime
             self.maximumJWSSize = maximumJWSSize
+            self.maximumReceiptSize = maximumReceiptSize
+            self.deviceIdentifier = deviceIdentifier
         }
     }
 
     /// The configuration this verifier was created with.
     public let configuration: Configuration
-    private let clock: @Sendable () -> Date
+    let clock: @Sendable () -> Date
     private let chainValidator: JWSChainValidator
 
     /// Creates a verifier.
@@ -216,7 +229,7 @@ public struct AppStoreVerifier: Sendable {
             notification: verified, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
     }
 
-    private var claims: ClaimPolicy {
+    var claims: ClaimPolicy {
         ClaimPolicy(bundleId: configuration.bundleId, appAppleId: configuration.appAppleId,
                     environment: configuration.environment)
     }
