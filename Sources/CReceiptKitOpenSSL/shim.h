@@ -11,6 +11,7 @@
 #include <openssl/objects.h>
 #include <openssl/params.h>
 #include <openssl/pem.h>
+#include <openssl/provider.h>
 #include <openssl/rsa.h>
 #include <openssl/sha.h>
 #include <openssl/x509.h>

@@ -49,6 +49,11 @@ public struct ReceiptKitError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let environmentMismatch = Code(rawValue: "environment_mismatch")
         /// The input is not any format ReceiptKit reads.
         public static let unrecognizedInput = Code(rawValue: "unrecognized_input")
+        /// A legacy receipt's envelope is not exactly what Apple writes, or its payload lacks a
+        /// required attribute or has one of the wrong type.
+        public static let malformedReceipt = Code(rawValue: "malformed_receipt")
+        /// A legacy receipt's device hash (attribute 5) does not match the configured device.
+        public static let deviceHashMismatch = Code(rawValue: "device_hash_mismatch")
     }
 
     /// The stable code of the failed check.

@@ -60,6 +60,36 @@ struct LineReader {
         return length <= maximumLength ? .bytes(line) : .tooLong(length: length)
     }
 
+    /// The next byte, without consuming it, or `nil` at end of input.
+    ///
+    /// - Throws: ``ReadError`` when the descriptor cannot be read.
+    mutating func peek() throws -> UInt8? {
+        if start == end, !finished {
+            try fill()
+            if start == end { finished = true }
+        }
+        return start < end ? buffer[start] : nil
+    }
+
+    /// Everything left, as one record (binary input: a DER receipt file), bounded like a line.
+    ///
+    /// - Throws: ``ReadError`` when the descriptor cannot be read.
+    mutating func rest() throws -> Line {
+        var record: [UInt8] = []
+        var length = 0
+        while true {
+            if start == end {
+                if finished { break }
+                try fill()
+                if start == end { finished = true; break }
+            }
+            length += end - start
+            if length <= maximumLength { record.append(contentsOf: buffer[start..<end]) } else { record = [] }
+            start = end
+        }
+        return length <= maximumLength ? .bytes(record) : .tooLong(length: length)
+    }
+
     private mutating func fill() throws {
         start = 0
         end = 0

@@ -6,12 +6,14 @@ import ReceiptKit
 struct VerifyReceipt: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify-receipt",
-        abstract: "Verify App Store JWS (transactions, renewal info, notifications, app transactions) offline.",
+        abstract: "Verify App Store JWS and legacy receipts offline.",
         discussion: """
             Reads one input per non-empty line from the files given, or from standard input (`-` or \
-            no file): a compact JWS, or a notification webhook body {"signedPayload": "…"}. Writes \
-            one JSON record per input, in input order. Exit status: 0 when every input verified, 1 \
-            when any was rejected, 64 for a usage error, 66 for an unreadable file.
+            no file): a compact JWS, a notification webhook body {"signedPayload": "…"}, a legacy \
+            receipt in base64, or a verifyReceipt request body {"receipt-data": "…"}. A file (or \
+            standard input) whose first byte is 0x30 is one binary DER/BER receipt. Writes one JSON \
+            record per input, in input order. Exit status: 0 when every input verified, 1 when any \
+            was rejected, 64 for a usage error, 66 for an unreadable file.
             """)
 
     @Argument(help: "Input files, one input per line ('-' or none: standard input).")
@@ -35,11 +37,20 @@ struct VerifyReceipt: ParsableCommand {
     @Option(help: "Require this environment: Production, Sandbox, Xcode or LocalTesting.")
     var environment: String?
 
-    @Option(help: "Verify every JWS as this kind: transaction, renewal_info, notification, app_transaction, realtime_request.")
+    @Option(help: "Verify every input as this kind: transaction, renewal_info, notification, app_transaction, realtime_request, receipt.")
     var kind: String?
 
     @Option(name: .customLong("max-jws-size"), help: "The largest JWS accepted, in bytes.")
     var maximumJWSSize: Int = AppStoreVerifier.Configuration.defaultMaximumJWSSize
+
+    @Option(name: .customLong("max-receipt-size"), help: "The largest legacy receipt accepted, in bytes of DER (its base64 may be a third longer).")
+    var maximumReceiptSize: Int = AppStoreVerifier.Configuration.defaultMaximumReceiptSize
+
+    @Option(name: .customLong("device-id"), help: ArgumentHelp("Require a legacy receipt's device hash to match this device: a UUID (identifierForVendor) or a 12-hex-digit MAC address.", valueName: "id"))
+    var deviceId: String?
+
+    @Option(help: ArgumentHelp("Output format: 'json' (ReceiptKit's record, default) or 'verifyreceipt' (the body Apple's verifyReceipt endpoint returns; legacy receipts only).", valueName: "format"))
+    var format: OutputFormat = .json
 
     @Flag(help: "Indent the JSON output.")
     var pretty = false
@@ -51,30 +62,45 @@ struct VerifyReceipt: ParsableCommand {
         var output = StandardOutput()
         var inputNumber = 0
         var allVerified = true
-        let lineLimit = maximumJWSSize + 4096
+        // A line holds a JWS, or a receipt's base64 in a verifyReceipt request body.
+        let receiptBase64Limit = (maximumReceiptSize + 2) / 3 * 4
+        let lineLimit = max(maximumJWSSize, receiptBase64Limit) + 4096
+        func process(_ line: LineReader.Line) {
+            let outcome: VerificationOutcome
+            switch line {
+            case .bytes(let bytes):
+                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }) { return }
+                outcome = verifier.verify(input: bytes, as: forcedKind)
+            case .tooLong(let length):
+                outcome = .rejected(ReceiptKitError(.inputTooLarge, "input is \(length) bytes; the limit is \(lineLimit)"))
+            }
+            inputNumber += 1
+            switch format {
+            case .json:
+                allVerified = allVerified && outcome.isVerified
+                output.write(outcome.json(input: inputNumber, pretty: pretty))
+            case .verifyreceipt:
+                let environment = verifier.configuration.environment
+                allVerified = allVerified && outcome.verifyReceiptStatus(expectedEnvironment: environment) == 0
+                output.write(outcome.verifyReceiptJSON(
+                    expectedEnvironment: environment, requestDate: Timestamp(Date()), pretty: pretty))
+            }
+        }
         for source in sources {
             var reader = LineReader(descriptor: source.descriptor, maximumLength: lineLimit)
             defer { source.close() }
-            while true {
-                let line: LineReader.Line?
-                do {
-                    line = try reader.next()
-                } catch {
-                    Self.complain("verify-receipt: cannot read \(source.name): \(error)")
-                    throw ExitCode(66)
+            do {
+                if try reader.peek() == 0x30 {
+                    // A DER/BER receipt (a SEQUENCE, 0x30) is binary: the whole source is one input.
+                    process(try reader.rest())
+                } else {
+                    while let line = try reader.next() {
+                        process(line)
+                    }
                 }
-                guard let line else { break }
-                let outcome: VerificationOutcome
-                switch line {
-                case .bytes(let bytes):
-                    if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-                    outcome = verifier.verify(input: bytes, as: forcedKind)
-                case .tooLong(let length):
-                    outcome = .rejected(ReceiptKitError(.inputTooLarge, "input line is \(length) bytes; the limit is \(lineLimit)"))
-                }
-                inputNumber += 1
-                allVerified = allVerified && outcome.isVerified
-                output.write(outcome.json(input: inputNumber, pretty: pretty))
+            } catch {
+                Self.complain("verify-receipt: cannot read \(source.name): \(error)")
+                throw ExitCode(66)
             }
         }
         output.flush()
@@ -82,7 +108,8 @@ struct VerifyReceipt: ParsableCommand {
     }
 
     private func makeVerifier() throws -> AppStoreVerifier {
-        var configuration = AppStoreVerifier.Configuration(maximumJWSSize: maximumJWSSize)
+        var configuration = AppStoreVerifier.Configuration(
+            maximumJWSSize: maximumJWSSize, maximumReceiptSize: maximumReceiptSize)
         if !roots.isEmpty || !pins.isEmpty {
             let certificates = try roots.map { path -> [UInt8] in
                 guard let data = FileManager.default.contents(atPath: path) else {
@@ -115,13 +142,22 @@ struct VerifyReceipt: ParsableCommand {
             configuration.validationTime = .fixed(instant)
         }
         guard maximumJWSSize > 0 else { throw ValidationError("--max-jws-size must be positive") }
+        guard maximumReceiptSize > 0, maximumReceiptSize <= 1 << 30 else {
+            throw ValidationError("--max-receipt-size must be between 1 and 1073741824")
+        }
+        if let deviceId {
+            guard let device = DeviceIdentifier(deviceId) else {
+                throw ValidationError("--device-id must be a UUID (8-4-4-4-12 hex digits) or a MAC address (12 hex digits)")
+            }
+            configuration.deviceIdentifier = device
+        }
         return AppStoreVerifier(configuration)
     }
 
     private func parseKind() throws -> PayloadKind? {
         guard let kind else { return nil }
-        guard let parsed = PayloadKind(rawValue: kind), parsed != .receipt else {
-            throw ValidationError("--kind must be one of transaction, renewal_info, notification, app_transaction, realtime_request")
+        guard let parsed = PayloadKind(rawValue: kind) else {
+            throw ValidationError("--kind must be one of \(PayloadKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         return parsed
     }
@@ -143,6 +179,14 @@ struct VerifyReceipt: ParsableCommand {
     static func complain(_ message: String) {
         FileHandle.standardError.write(Data((message + "\n").utf8))
     }
+}
+
+/// What `verify-receipt` prints for each input.
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+    /// ReceiptKit's normalized record.
+    case json
+    /// The response body of Apple's verifyReceipt endpoint.
+    case verifyreceipt
 }
 
 /// An input file or standard input.

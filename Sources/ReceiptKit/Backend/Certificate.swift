@@ -14,14 +14,26 @@ final class Certificate: @unchecked Sendable {
 
     /// Parses exactly one DER certificate; trailing bytes are an error.
     ///
-    /// - Parameter der: The DER bytes.
+    /// - Parameters:
+    ///   - der: The DER bytes.
+    ///   - library: The OpenSSL library context the certificate's own signature is verified in
+    ///     (legacy receipts' SHA-1 certificates), or `nil` for OpenSSL's default context.
     /// - Throws: ``ReceiptKitError/Code/malformedCertificate`` when OpenSSL cannot parse all of it.
-    init(der: [UInt8]) throws {
+    init(der: [UInt8], library: CryptoLibraryContext? = nil) throws {
         var parsed: OpaquePointer?
+        if let library {
+            // d2i_X509 into an object made by X509_new_ex keeps that object's library context.
+            guard let empty = X509_new_ex(library.pointer, nil) else {
+                throw ReceiptKitError(.malformedCertificate, "out of memory", underlyingError: OpenSSLErrorQueue.drain())
+            }
+            parsed = empty
+        }
         var consumed = 0
         der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            parsed = d2i_X509(nil, &cursor, buffer.count)
+            // On failure d2i_X509 frees a given object and sets it to NULL.
+            let result = d2i_X509(&parsed, &cursor, buffer.count)
+            if result == nil { parsed = nil }
             if let cursor, let base = buffer.baseAddress {
                 consumed = cursor - base
             }
@@ -125,6 +137,19 @@ final class Certificate: @unchecked Sendable {
                                   underlyingError: OpenSSLErrorQueue.drain())
         }
         return PublicKey(owning: key)
+    }
+
+    /// Whether OpenSSL re-encodes the certificate to exactly the bytes it was parsed from, i.e.
+    /// whether the parts outside the signed TBSCertificate are DER too.
+    var isDistinguishedEncoding: Bool {
+        var output: UnsafeMutablePointer<UInt8>?
+        let count = i2d_X509(pointer, &output)
+        guard count > 0, let output else {
+            _ = OpenSSLErrorQueue.drain()
+            return false
+        }
+        defer { rk_openssl_free(output) }
+        return Int(count) == der.count && UnsafeBufferPointer(start: output, count: Int(count)).elementsEqual(der)
     }
 
     /// Whether the two certificates have the same DER encoding.

@@ -22,11 +22,13 @@ enum ChainBuilder {
     ///   - intermediates: Untrusted certificates available for building the path.
     ///   - anchors: Trusted certificates.
     ///   - time: The validation time (seconds resolution).
+    ///   - library: The OpenSSL library context to verify in, or `nil` for the default one.
     /// - Returns: The path OpenSSL built, leaf first, as indexes into `[leaf] + intermediates + anchors`
     ///   resolved back to the given objects.
     /// - Throws: ``Failure``.
     static func validate(
-        leaf: Certificate, intermediates: [Certificate], anchors: [Certificate], time: Timestamp
+        leaf: Certificate, intermediates: [Certificate], anchors: [Certificate], time: Timestamp,
+        library: CryptoLibraryContext? = nil
     ) throws -> [Certificate] {
         guard let store = X509_STORE_new() else {
             throw Failure(code: .invalidChain, openSSLReason: OpenSSLErrorQueue.drain() ?? "out of memory", depth: 0)
@@ -42,7 +44,7 @@ enum ChainBuilder {
         for certificate in intermediates {
             _ = rk_sk_X509_push(untrusted, certificate.pointer)
         }
-        guard let context = X509_STORE_CTX_new() else {
+        guard let context = X509_STORE_CTX_new_ex(library?.pointer, nil) else {
             throw Failure(code: .invalidChain, openSSLReason: "out of memory", depth: 0)
         }
         defer { X509_STORE_CTX_free(context) }

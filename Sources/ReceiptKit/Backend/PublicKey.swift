@@ -60,16 +60,34 @@ final class PublicKey: @unchecked Sendable {
 
     /// Verifies an RSA PKCS #1 v1.5 signature over `message` hashed with `digest`
     /// (`"SHA1"` or `"SHA256"`).
-    func verifyRSAPKCS1(digest: String, signature: [UInt8], message: UnsafeRawBufferPointer) -> Bool {
-        verify(digest: digest, signature: signature, message: message)
+    ///
+    /// The padding is set explicitly, and the digest is fetched from `library` when given, so
+    /// neither OpenSSL's defaults nor a system policy decide what verifies.
+    ///
+    /// - Returns: `true` when the key is RSA and the signature verifies; `false` otherwise.
+    func verifyRSAPKCS1(
+        digest: String, signature: [UInt8], message: UnsafeRawBufferPointer, library: CryptoLibraryContext? = nil
+    ) -> Bool {
+        guard isRSA else { return false }
+        return verify(digest: digest, signature: signature, message: message, library: library, rsaPadding: RSA_PKCS1_PADDING)
     }
 
-    private func verify(digest: String, signature: [UInt8], message: UnsafeRawBufferPointer) -> Bool {
+    private func verify(
+        digest: String, signature: [UInt8], message: UnsafeRawBufferPointer,
+        library: CryptoLibraryContext? = nil, rsaPadding: Int32? = nil
+    ) -> Bool {
         guard let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit_ex(context, nil, digest, nil, nil, pointer, nil) == 1 else {
+        var keyContext: OpaquePointer?
+        guard EVP_DigestVerifyInit_ex(context, &keyContext, digest, library?.pointer, nil, pointer, nil) == 1 else {
             _ = OpenSSLErrorQueue.drain()
             return false
+        }
+        if let rsaPadding {
+            guard let keyContext, EVP_PKEY_CTX_set_rsa_padding(keyContext, rsaPadding) > 0 else {
+                _ = OpenSSLErrorQueue.drain()
+                return false
+            }
         }
         let result = signature.withUnsafeBufferPointer { signature in
             EVP_DigestVerify(

@@ -18,11 +18,14 @@ public struct VerificationRecord: Sendable {
     public let app: NormalizedApp?
     /// The realtime request, for `kind == .realtimeRequest`.
     public let realtimeRequest: RealtimeRequest?
+    /// The legacy receipt as decoded, for `kind == .receipt`.
+    public let receipt: AppReceipt?
 
     init(
         kind: PayloadKind, environment: String?, validatedAt: Timestamp, chain: ChainSummary,
         transactions: [NormalizedTransaction] = [], notification: NotificationPayload? = nil,
-        renewalInfo: JWSRenewalInfo? = nil, app: NormalizedApp? = nil, realtimeRequest: RealtimeRequest? = nil
+        renewalInfo: JWSRenewalInfo? = nil, app: NormalizedApp? = nil, realtimeRequest: RealtimeRequest? = nil,
+        receipt: AppReceipt? = nil
     ) {
         self.kind = kind
         self.environment = environment
@@ -33,6 +36,7 @@ public struct VerificationRecord: Sendable {
         self.renewalInfo = renewalInfo
         self.app = app
         self.realtimeRequest = realtimeRequest
+        self.receipt = receipt
     }
 
     /// The record of a verified transaction.

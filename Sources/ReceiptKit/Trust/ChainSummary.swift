@@ -8,7 +8,8 @@ public struct ChainSummary: Sendable, Hashable {
     public let leafNotAfter: Timestamp?
 }
 
-/// A certificate chain that ReceiptKit validated: only ``JWSChainValidator`` makes one.
+/// A certificate chain that ReceiptKit validated: only ``JWSChainValidator`` and
+/// ``ReceiptChainValidator`` make one.
 struct ValidatedChain: Sendable {
     /// The leaf's public key, which must verify the signature.
     let leafKey: PublicKey

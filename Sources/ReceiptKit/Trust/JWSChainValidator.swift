@@ -149,10 +149,12 @@ struct JWSChainValidator: Sendable {
     /// Runs OpenSSL's path validation and turns its failure into a ``ReceiptKitError`` that names
     /// the certificate at the failing depth.
     static func buildPath(
-        leaf: Certificate, intermediates: [Certificate], anchors: [Certificate], at time: Timestamp, names: [String]
+        leaf: Certificate, intermediates: [Certificate], anchors: [Certificate], at time: Timestamp, names: [String],
+        library: CryptoLibraryContext? = nil
     ) throws -> [Certificate] {
         do {
-            return try ChainBuilder.validate(leaf: leaf, intermediates: intermediates, anchors: anchors, time: time)
+            return try ChainBuilder.validate(
+                leaf: leaf, intermediates: intermediates, anchors: anchors, time: time, library: library)
         } catch let failure as ChainBuilder.Failure {
             let name = failure.depth < names.count ? names[failure.depth] : "certificate at depth \(failure.depth)"
             let reason: String

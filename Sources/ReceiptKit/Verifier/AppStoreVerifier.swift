@@ -27,12 +27,20 @@ public struct AppStoreVerifier: Sendable {
         public var validationTime: ValidationTime
         /// The largest JWS accepted, in bytes. Defaults to 64 KiB.
         public var maximumJWSSize: Int
+        /// The largest legacy receipt accepted, in bytes of DER/BER (its base64 may be a third
+        /// longer). Defaults to 1 MiB.
+        public var maximumReceiptSize: Int
+        /// When set, a legacy receipt's device hash (attribute 5) must match this device.
+        public var deviceIdentifier: DeviceIdentifier?
 
         /// How many validated headers and chains the verifier remembers (each).
         public var cacheCapacity: Int
 
         /// The default largest JWS: 64 KiB.
         public static let defaultMaximumJWSSize = 64 * 1024
+        /// The default largest legacy receipt: 1 MiB of DER/BER. Apple's receipts grow with every
+        /// purchase (a real 187-purchase receipt is 79 KB), so this leaves room for about 2,500.
+        public static let defaultMaximumReceiptSize = 1024 * 1024
 
         /// Creates a configuration.
         ///
@@ -43,11 +51,14 @@ public struct AppStoreVerifier: Sendable {
         ///   - environment: The expected environment, if checked.
         ///   - validationTime: When chains are validated.
         ///   - maximumJWSSize: The largest JWS accepted, in bytes.
+        ///   - maximumReceiptSize: The largest legacy receipt accepted, in bytes of DER/BER.
+        ///   - deviceIdentifier: The device legacy receipts must have been issued to, if checked.
         ///   - cacheCapacity: How many validated headers and chains to remember (0 disables it).
         public init(
             anchors: TrustAnchors = .apple, bundleId: String? = nil, appAppleId: Int64? = nil,
             environment: AppStoreEnvironment? = nil, validationTime: ValidationTime = .signedDate,
-            maximumJWSSize: Int = defaultMaximumJWSSize, cacheCapacity: Int = 256
+            maximumJWSSize: Int = defaultMaximumJWSSize, maximumReceiptSize: Int = defaultMaximumReceiptSize,
+            deviceIdentifier: DeviceIdentifier? = nil, cacheCapacity: Int = 256
         ) {
             self.cacheCapacity = cacheCapacity
             self.anchors = anchors
@@ -56,12 +67,14 @@ public struct AppStoreVerifier: Sendable {
             self.environment = environment
             self.validationTime = validationTime
             self.maximumJWSSize = maximumJWSSize
+            self.maximumReceiptSize = maximumReceiptSize
+            self.deviceIdentifier = deviceIdentifier
         }
     }
 
     /// The configuration this verifier was created with.
     public let configuration: Configuration
-    private let clock: @Sendable () -> Date
+    let clock: @Sendable () -> Date
     private let chainValidator: JWSChainValidator
     /// Headers already validated, keyed by their base64url segment: tokens signed by one leaf
     /// carry byte-identical headers, whose decoding costs more than the payload's.
@@ -225,7 +238,7 @@ public struct AppStoreVerifier: Sendable {
             notification: verified, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
     }
 
-    private var claims: ClaimPolicy {
+    var claims: ClaimPolicy {
         ClaimPolicy(bundleId: configuration.bundleId, appAppleId: configuration.appAppleId,
                     environment: configuration.environment)
     }

@@ -13,6 +13,7 @@ struct ClaimPolicy {
         case notification(NotificationPayload)
         case appTransaction(AppTransaction)
         case realtimeRequest(RealtimeRequest)
+        case receipt(AppReceipt)
     }
 
     /// The field values of a subject; `.some(nil)` is a defined but absent field, `nil` a field
@@ -39,6 +40,11 @@ struct ClaimPolicy {
         case .realtimeRequest(let payload):
             Fields(what: "realtime request", bundleId: nil, appAppleId: .some(payload.appAppleId),
                    environment: payload.rawEnvironment)
+        case .receipt(let payload):
+            // A receipt's app item id is 0 outside Production: that is no App Apple ID.
+            Fields(what: "receipt", bundleId: .some(payload.bundleId),
+                   appAppleId: .some(payload.appItemId.flatMap { $0 == 0 ? nil : $0 }),
+                   environment: payload.environment?.rawValue ?? payload.rawReceiptType)
         }
     }
 

@@ -4,13 +4,18 @@ extension AppStoreVerifier {
     /// Accepted formats:
     /// - a compact JWS of any kind (see ``verify(_:as:)``);
     /// - a JSON object with a `signedPayload` member: the body Apple posts to a notification
-    ///   webhook.
+    ///   webhook;
+    /// - a legacy receipt in binary DER or BER (the input's first byte is 0x30, a SEQUENCE);
+    /// - a legacy receipt in standard base64: text with no `.` in the base64 alphabet;
+    /// - a JSON object with a `receipt-data` member: a verifyReceipt request body (`password`
+    ///   and `exclude-old-transactions` are accepted and ignored).
     ///
-    /// Leading and trailing ASCII whitespace is ignored.
+    /// Leading and trailing ASCII whitespace is ignored, except around binary receipts.
     ///
     /// - Parameters:
     ///   - input: One input's bytes.
-    ///   - kind: The kind to verify a JWS as, or `nil` to detect it.
+    ///   - kind: The kind to verify the input as, or `nil` to detect it; ``PayloadKind/receipt``
+    ///     reads any input that is not JSON as a base64 or binary receipt.
     /// - Returns: The record, or the error that rejected the input.
     public func verify(input: some Collection<UInt8>, as kind: PayloadKind? = nil) -> VerificationOutcome {
         do {
@@ -23,14 +28,72 @@ extension AppStoreVerifier {
     }
 
     private func verifyInput(_ raw: [UInt8], as kind: PayloadKind?) throws -> VerificationRecord {
+        if raw.first == DERReader.Tag.sequence {
+            // Binary: its last bytes may well be 0x0A or 0x20, so it is never trimmed.
+            return try verifyReceiptInput(as: kind) { try verifyReceipt(raw) }
+        }
         let input = Self.trimmed(raw)
         guard let first = input.first else {
             throw ReceiptKitError(.unrecognizedInput, "the input is empty")
         }
         if first == UInt8(ascii: "{") {
-            return try verifyNotificationBody(Array(input), as: kind)
+            return try verifyJSONInput(Array(input), as: kind)
+        }
+        if kind == .receipt || (!input.contains(UInt8(ascii: ".")) && Self.isStandardBase64Text(input)) {
+            return try verifyReceiptInput(as: kind) { try verifyReceipt(base64Bytes: input) }
         }
         return try verify(jwsBytes: Array(input), as: kind)
+    }
+
+    /// Verifies a receipt input, which `kind`, when given, must allow.
+    private func verifyReceiptInput(
+        as kind: PayloadKind?, _ verify: () throws -> Verified<AppReceipt>
+    ) throws -> VerificationRecord {
+        if let kind, kind != .receipt {
+            throw ReceiptKitError(.unrecognizedInput, "a legacy receipt cannot be verified as \(kind.rawValue)")
+        }
+        return VerificationRecord(try verify())
+    }
+
+    /// Whether every byte is in the standard base64 alphabet (`A-Z a-z 0-9 + / =`).
+    private static func isStandardBase64Text(_ text: ArraySlice<UInt8>) -> Bool {
+        text.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
+                true
+            default:
+                false
+            }
+        }
+    }
+
+    /// Verifies a JSON input: a verifyReceipt request body (`receipt-data`) or a notification
+    /// webhook body (`signedPayload`).
+    private func verifyJSONInput(_ body: [UInt8], as kind: PayloadKind?) throws -> VerificationRecord {
+        // The body is a receipt's base64 or a JWS plus a little JSON: refuse anything that could not fit.
+        let limit = max(configuration.maximumJWSSize + 1024, maximumReceiptBase64Size + 4096)
+        guard body.count <= limit else {
+            throw ReceiptKitError(.inputTooLarge, "JSON input is \(body.count) bytes; the limit is \(limit)")
+        }
+        let document = try JSONDocument(parsingObject: body, code: .unrecognizedInput, what: "JSON input")
+        let receiptData = try document.withRoot(code: .unrecognizedInput) { root -> String? in
+            guard root.contains("receipt-data") else { return nil }
+            guard !root.contains("signedPayload") else {
+                throw ReceiptKitError(.unrecognizedInput, "JSON input has both 'receipt-data' and 'signedPayload'")
+            }
+            guard let receiptData = try root.string("receipt-data") else {
+                throw ReceiptKitError(.unrecognizedInput, "JSON input's 'receipt-data' must be a string")
+            }
+            return receiptData
+        }
+        if let receiptData {
+            return try verifyReceiptInput(as: kind) { try verifyReceipt(base64: receiptData) }
+        }
+        guard kind != .receipt else {
+            throw ReceiptKitError(.unrecognizedInput, "JSON input has no 'receipt-data' string member")
+        }
+        return try verifyNotificationBody(body, as: kind)
     }
 
     /// Verifies a notification webhook body, `{"signedPayload": "…"}`.
