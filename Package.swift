@@ -42,6 +42,11 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Measures verify-receipt against `openssl speed`; not part of `swift test`.
+        .executableTarget(
+            name: "receiptkit-benchmark",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "ReceiptKitTests",
             // OpenSSL signs payloads under the test PKI; the CLI is built for end-to-end tests.

@@ -1,0 +1,179 @@
+// receiptkit-benchmark: measures verify-receipt against this machine's own OpenSSL limits, in one
+// run. Usage (from the package root):
+//
+//     swift run -c release receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N]
+//
+// It runs `openssl speed ecdsap256 rsa2048` (single core), then the release `verify-receipt`
+// beside this executable over generated batches of the project's own test vectors, and prints
+// the rates, the ratios and the targets of the batch issue.
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Options {
+    var jwsInputs = 100_000
+    var receiptInputs = 30_000
+    var memoryInputs = 200_000
+    var opensslSeconds = 3
+
+    init(_ arguments: [String]) {
+        var iterator = arguments.dropFirst().makeIterator()
+        while let argument = iterator.next() {
+            let value = iterator.next().flatMap(Int.init)
+            switch (argument, value) {
+            case ("--jws", let value?): jwsInputs = value
+            case ("--receipts", let value?): receiptInputs = value
+            case ("--memory-inputs", let value?): memoryInputs = value
+            case ("--openssl-seconds", let value?): opensslSeconds = value
+            default:
+                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--openssl-seconds N]\n".utf8))
+                exit(64)
+            }
+        }
+    }
+}
+
+/// The outcome of one child process.
+struct Run {
+    let seconds: Double
+    let peakResidentBytes: Int
+    let status: Int32
+}
+
+/// Runs `executable` with `arguments`, standard input from `input`, standard output to /dev/null,
+/// and measures its wall time and peak resident memory (from `wait4`'s rusage).
+func measure(_ executable: String, _ arguments: [String], input: String) throws -> Run {
+    var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    var start = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &start)
+    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+    guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EINVAL) }
+    var status: Int32 = 0
+    var usage = rusage()
+    _ = wait4(pid, &status, 0, &usage)
+    var end = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &end)
+    let seconds = Double(end.tv_sec - start.tv_sec) + Double(end.tv_nsec - start.tv_nsec) / 1e9
+    return Run(seconds: seconds, peakResidentBytes: Int(usage.ru_maxrss) * 1024, status: (status >> 8) & 0xFF)
+}
+
+/// OpenSSL's own single-core verify rate for `algorithm` (`ecdsap256` or `rsa2048`).
+func opensslVerifyRate(_ algorithm: String, seconds: Int) throws -> Double {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["openssl", "speed", "-seconds", String(seconds), algorithm]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    // The last line is e.g. " 256 bits ecdsa (nistp256)   0.0000s   0.0001s  50151.5  16766.3"
+    // or "rsa 2048 bits 0.000245s 0.000017s   4073.3  58549.0": verify/s is the last column.
+    guard let line = output.split(separator: "\n").last(where: { $0.contains("bits") && !$0.contains("sign/s") }),
+        let rate = line.split(separator: " ").last.flatMap({ Double($0) })
+    else { throw CocoaError(.fileReadCorruptFile) }
+    return rate
+}
+
+/// Writes `count` lines cycling through `lines` to a temporary file.
+func batchFile(_ name: String, _ lines: [String], count: Int, directory: URL) throws -> String {
+    let url = directory.appendingPathComponent(name)
+    FileManager.default.createFile(atPath: url.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: url)
+    var chunk = ""
+    for index in 0..<count {
+        chunk += lines[index % lines.count]
+        chunk += "\n"
+        if chunk.utf8.count > 1 << 20 {
+            handle.write(Data(chunk.utf8))
+            chunk = ""
+        }
+    }
+    handle.write(Data(chunk.utf8))
+    try handle.close()
+    return url.path
+}
+
+func text(_ path: String) throws -> String {
+    try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+let options = Options(CommandLine.arguments)
+let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+let verifyReceipt = binDirectory.appendingPathComponent("verify-receipt").path
+guard FileManager.default.isExecutableFile(atPath: verifyReceipt) else {
+    FileHandle.standardError.write(Data("no verify-receipt beside \(CommandLine.arguments[0]): swift build -c release first\n".utf8))
+    exit(66)
+}
+let root = FileManager.default.currentDirectoryPath
+let cores = ProcessInfo.processInfo.activeProcessorCount
+let directory = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-benchmark-\(getpid())")
+try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: directory) }
+
+// Inputs: valid transactions signed by the test PKI's one leaf (a repeating chain, as in real
+// archives), and a SHA-256 legacy receipt with a couple of in-app purchases.
+let jwsLines = try ["transaction-auto-renewable", "transaction-consumable", "transaction-non-consumable", "transaction-non-renewing"]
+    .map { try text("\(root)/TestVectors/jws/\($0).jws") }
+let receiptLine = Data(try Data(contentsOf: URL(fileURLWithPath: "\(root)/TestVectors/receipts/receipt-sha256-der.der"))).base64EncodedString()
+let jwsFile = try batchFile("jws.txt", jwsLines, count: options.jwsInputs, directory: directory)
+let receiptFile = try batchFile("receipts.txt", [receiptLine], count: options.receiptInputs, directory: directory)
+let memoryFile = try batchFile("memory.txt", jwsLines + [receiptLine, "not a jws"], count: options.memoryInputs, directory: directory)
+let jwsTrust = ["--root", "\(root)/TestVectors/pki/root.der"]
+let receiptTrust = ["--root", "\(root)/TestVectors/receipts/pki/root.der"]
+let mixedTrust = jwsTrust + receiptTrust
+
+print("receiptkit-benchmark on \(cores) cores, \(ProcessInfo.processInfo.operatingSystemVersionString)")
+let ecdsa = try opensslVerifyRate("ecdsap256", seconds: options.opensslSeconds)
+let rsa = try opensslVerifyRate("rsa2048", seconds: options.opensslSeconds)
+print(String(format: "openssl speed ecdsap256 verify: %10.0f /s (1 core)", ecdsa))
+print(String(format: "openssl speed rsa2048 verify:   %10.0f /s (1 core)", rsa))
+
+func rate(_ arguments: [String], _ file: String, _ count: Int) throws -> (Double, Run) {
+    _ = try measure(verifyReceipt, arguments, input: file)  // warm the page cache
+    let run = try measure(verifyReceipt, arguments, input: file)
+    guard run.status == 0 || run.status == 1 else {
+        FileHandle.standardError.write(Data("verify-receipt exited \(run.status)\n".utf8))
+        exit(1)
+    }
+    return (Double(count) / run.seconds, run)
+}
+
+let (jws1, _) = try rate(jwsTrust + ["--jobs", "1"], jwsFile, options.jwsInputs)
+let (jwsAll, _) = try rate(jwsTrust + ["--jobs", String(cores)], jwsFile, options.jwsInputs)
+let (receipts1, _) = try rate(receiptTrust + ["--jobs", "1"], receiptFile, options.receiptInputs)
+let (receiptsAll, _) = try rate(receiptTrust + ["--jobs", String(cores)], receiptFile, options.receiptInputs)
+let memoryRun = try measure(verifyReceipt, mixedTrust + ["--jobs", "2"], input: memoryFile)
+
+print(String(format: "JWS, 1 job:              %10.0f /s", jws1))
+print(String(format: "JWS, %d jobs:             %10.0f /s", cores, jwsAll))
+print(String(format: "receipts, 1 job:         %10.0f /s", receipts1))
+print(String(format: "receipts, %d jobs:        %10.0f /s", cores, receiptsAll))
+print(String(format: "%d mixed inputs, 2 jobs: peak RSS %.1f MiB in %.1f s", options.memoryInputs,
+             Double(memoryRun.peakResidentBytes) / 1_048_576, memoryRun.seconds))
+
+let checks: [(String, Double, Double)] = [
+    ("JWS 1 job / openssl ecdsap256 verify", jws1 / ecdsa, 0.75),
+    ("JWS \(cores) jobs / JWS 1 job", jwsAll / jws1, cores >= 2 ? 1.7 : 1.0),
+    ("receipts 1 job / openssl rsa2048 verify", receipts1 / rsa, 0.25),
+    ("peak RSS MiB, \(options.memoryInputs) inputs, 2 jobs (at most)", Double(memoryRun.peakResidentBytes) / 1_048_576, 64),
+]
+var failed = false
+for (name, value, target) in checks {
+    let atMost = name.contains("at most")
+    let ok = atMost ? value <= target : value >= target
+    failed = failed || !ok
+    let label = name.padding(toLength: 62, withPad: " ", startingAt: 0)
+    print("\(ok ? "PASS" : "FAIL") \(label) \(String(format: "%8.2f", value)) (target \(atMost ? "<=" : ">=") \(String(format: "%.2f", target)))")
+}
+exit(failed ? 1 : 0)
