@@ -10,7 +10,7 @@ import Darwin
 /// record (bounded by `maximumLength`) in memory.
 struct LineReader {
     /// One record read.
-    enum Line {
+    enum Line: Sendable {
         /// The record's bytes, without the newline.
         case bytes([UInt8])
         /// A record longer than the limit: its bytes were skipped; `length` is how many.

@@ -49,41 +49,65 @@ struct VerifyReceipt: ParsableCommand {
     @Option(name: .customLong("device-id"), help: ArgumentHelp("Require a legacy receipt's device hash to match this device: a UUID (identifierForVendor) or a 12-hex-digit MAC address.", valueName: "id"))
     var deviceId: String?
 
-    @Option(help: ArgumentHelp("Output format: 'json' (ReceiptKit's record, default) or 'verifyreceipt' (the body Apple's verifyReceipt endpoint returns; legacy receipts only).", valueName: "format"))
+    @Option(help: ArgumentHelp("Output format: 'json' (ReceiptKit's record, default), 'verifyreceipt' (the body Apple's verifyReceipt endpoint returns; legacy receipts only) or 'csv' (one row per transaction, with a header row).", valueName: "format"))
     var format: OutputFormat = .json
 
     @Flag(help: "Indent the JSON output.")
     var pretty = false
 
+    @Option(help: "Verify this many inputs in parallel (default: the number of cores). Output order and bytes do not depend on it.")
+    var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(help: ArgumentHelp("Progress on standard error while running: auto (when it is a terminal), always or never.", valueName: "when"))
+    var progress: ProgressMode = .auto
+
+    @Flag(help: "At the end, print counts by status, error code, kind and environment, and the throughput, on standard error.")
+    var summary = false
+
     func run() throws {
+        guard jobs >= 1, jobs <= 1024 else { throw ValidationError("--jobs must be between 1 and 1024") }
         let verifier = try makeVerifier()
         let forcedKind = try parseKind()
         let sources = try openSources()
-        var output = StandardOutput()
-        var inputNumber = 0
-        var allVerified = true
         // A line holds a JWS, or a receipt's base64 in a verifyReceipt request body.
         let receiptBase64Limit = (maximumReceiptSize + 2) / 3 * 4
         let lineLimit = max(maximumJWSSize, receiptBase64Limit) + 4096
-        func process(_ line: LineReader.Line) {
+        let renderer = Renderer(format: format, pretty: pretty, expectedEnvironment: verifier.configuration.environment)
+        let work: @Sendable (Input) -> Rendered = { input in
             let outcome: VerificationOutcome
-            switch line {
+            switch input.line {
             case .bytes(let bytes):
-                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }) { return }
                 outcome = verifier.verify(input: bytes, as: forcedKind)
             case .tooLong(let length):
                 outcome = .rejected(ReceiptKitError(.inputTooLarge, "input is \(length) bytes; the limit is \(lineLimit)"))
             }
+            return renderer.render(outcome, input: input.number)
+        }
+
+        var output = StandardOutput()
+        var tally = Tally()
+        let reporter = ProgressReporter(mode: progress)
+        if format == .csv {
+            output.write(VerificationOutcome.csvHeader.joined(separator: ","))
+        }
+        let deliver: (Rendered) -> Void = { rendered in
+            output.write(rendered.text)
+            tally.add(rendered)
+            reporter.update(tally)
+        }
+        let pipeline = jobs > 1 ? OrderedPipeline(jobs: jobs, work: work, deliver: deliver) : nil
+        var inputNumber = 0
+        func submit(_ line: LineReader.Line) {
+            if case .bytes(let bytes) = line,
+                bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }) {
+                return
+            }
             inputNumber += 1
-            switch format {
-            case .json:
-                allVerified = allVerified && outcome.isVerified
-                output.write(outcome.json(input: inputNumber, pretty: pretty))
-            case .verifyreceipt:
-                let environment = verifier.configuration.environment
-                allVerified = allVerified && outcome.verifyReceiptStatus(expectedEnvironment: environment) == 0
-                output.write(outcome.verifyReceiptJSON(
-                    expectedEnvironment: environment, requestDate: Timestamp(Date()), pretty: pretty))
+            let input = Input(number: inputNumber, line: line)
+            if let pipeline {
+                pipeline.submit(input, size: input.size)
+            } else {
+                deliver(work(input))
             }
         }
         for source in sources {
@@ -92,19 +116,26 @@ struct VerifyReceipt: ParsableCommand {
             do {
                 if try reader.peek() == 0x30 {
                     // A DER/BER receipt (a SEQUENCE, 0x30) is binary: the whole source is one input.
-                    process(try reader.rest())
+                    submit(try reader.rest())
                 } else {
                     while let line = try reader.next() {
-                        process(line)
+                        submit(line)
                     }
                 }
             } catch {
+                pipeline?.finish()
+                output.flush()
                 Self.complain("verify-receipt: cannot read \(source.name): \(error)")
                 throw ExitCode(66)
             }
         }
+        pipeline?.finish()
         output.flush()
-        if !allVerified { throw ExitCode(1) }
+        reporter.finish(tally)
+        if summary {
+            Self.complain(tally.summary())
+        }
+        if tally.rejected > 0 { throw ExitCode(1) }
     }
 
     private func makeVerifier() throws -> AppStoreVerifier {
@@ -187,6 +218,8 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
     case json
     /// The response body of Apple's verifyReceipt endpoint.
     case verifyreceipt
+    /// One CSV row per transaction, with a header row.
+    case csv
 }
 
 /// An input file or standard input.

@@ -1,0 +1,136 @@
+import ArgumentParser
+import Foundation
+import ReceiptKit
+
+/// One input line with its 1-based number.
+struct Input: Sendable {
+    let number: Int
+    let line: LineReader.Line
+
+    var size: Int {
+        switch line {
+        case .bytes(let bytes): bytes.count
+        case .tooLong: 0
+        }
+    }
+}
+
+/// One input's rendered output and what the summary counts of it.
+struct Rendered: Sendable {
+    /// The output text, without its final newline.
+    let text: String
+    let verified: Bool
+    let errorCode: String?
+    let kind: String?
+    let environment: String?
+}
+
+/// Turns an outcome into the selected output format.
+struct Renderer: Sendable {
+    let format: OutputFormat
+    let pretty: Bool
+    let expectedEnvironment: AppStoreEnvironment?
+
+    func render(_ outcome: VerificationOutcome, input: Int) -> Rendered {
+        let text: String
+        var verified = outcome.isVerified
+        switch format {
+        case .json:
+            text = outcome.json(input: input, pretty: pretty)
+        case .csv:
+            text = String(outcome.csvRows(input: input).dropLast())
+        case .verifyreceipt:
+            verified = outcome.verifyReceiptStatus(expectedEnvironment: expectedEnvironment) == 0
+            text = outcome.verifyReceiptJSON(expectedEnvironment: expectedEnvironment, requestDate: Timestamp(Date()), pretty: pretty)
+        }
+        switch outcome {
+        case .verified(let record):
+            return Rendered(text: text, verified: verified, errorCode: nil, kind: record.kind.rawValue, environment: record.environment)
+        case .rejected(let error):
+            return Rendered(text: text, verified: false, errorCode: error.code.rawValue, kind: nil, environment: nil)
+        }
+    }
+}
+
+/// Counts of a batch so far.
+struct Tally {
+    private(set) var total = 0
+    private(set) var rejected = 0
+    private var byCode: [String: Int] = [:]
+    private var byKind: [String: Int] = [:]
+    private var byEnvironment: [String: Int] = [:]
+    let start = Date()
+
+    mutating func add(_ rendered: Rendered) {
+        total += 1
+        if !rendered.verified { rejected += 1 }
+        if let code = rendered.errorCode { byCode[code, default: 0] += 1 }
+        if let kind = rendered.kind { byKind[kind, default: 0] += 1 }
+        if rendered.verified || rendered.kind != nil {
+            byEnvironment[rendered.environment ?? "(none)", default: 0] += 1
+        }
+    }
+
+    var rate: Double {
+        let elapsed = Date().timeIntervalSince(start)
+        return elapsed > 0 ? Double(total) / elapsed : 0
+    }
+
+    /// The end-of-run summary.
+    func summary() -> String {
+        let elapsed = Date().timeIntervalSince(start)
+        var lines = ["verify-receipt summary: \(total) inputs in \(String(format: "%.2f", elapsed)) s (\(String(format: "%.0f", rate)) inputs/s)"]
+        lines.append("  status: verified \(total - rejected), rejected \(rejected)")
+        func section(_ title: String, _ counts: [String: Int]) {
+            guard !counts.isEmpty else { return }
+            lines.append("  \(title):")
+            for (key, count) in counts.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
+                lines.append("    \(key) \(count)")
+            }
+        }
+        section("error code", byCode)
+        section("kind", byKind)
+        section("environment", byEnvironment)
+        return lines.joined(separator: "\n")
+    }
+}
+
+enum ProgressMode: String, ExpressibleByArgument, CaseIterable {
+    case auto
+    case always
+    case never
+}
+
+/// Progress on standard error, at most a few times a second.
+final class ProgressReporter {
+    private let enabled: Bool
+    private var lastReport = Date()
+    private var printed = false
+
+    init(mode: ProgressMode) {
+        switch mode {
+        case .auto: enabled = isatty(2) == 1
+        case .always: enabled = true
+        case .never: enabled = false
+        }
+    }
+
+    func update(_ tally: Tally) {
+        guard enabled, tally.total % 64 == 0 else { return }
+        let now = Date()
+        guard now.timeIntervalSince(lastReport) >= 0.5 else { return }
+        lastReport = now
+        write(tally, final: false)
+    }
+
+    func finish(_ tally: Tally) {
+        guard enabled, printed || tally.total > 0 else { return }
+        write(tally, final: true)
+    }
+
+    private func write(_ tally: Tally, final: Bool) {
+        printed = true
+        let line = "\r\(tally.total) inputs, \(String(format: "%.0f", tally.rate))/s, \(tally.rejected) rejected"
+        FileHandle.standardError.write(Data((line + (final ? "\n" : "")).utf8))
+    }
+}
