@@ -110,6 +110,18 @@ public struct ReceiptAttribute: Sendable, Hashable {
     public let version: Int64
     /// The contents of the value OCTET STRING (usually itself DER).
     public let value: [UInt8]
+
+    /// Creates an attribute.
+    ///
+    /// - Parameters:
+    ///   - type: The attribute type.
+    ///   - version: The attribute version.
+    ///   - value: The contents of the value OCTET STRING.
+    public init(type: Int64, version: Int64, value: [UInt8]) {
+        self.type = type
+        self.version = version
+        self.value = value
+    }
 }
 
 /// A receipt type (payload attribute 0).

@@ -85,7 +85,8 @@ struct CommandLineTests {
     @Test("a line far beyond the size limit is one input_too_large record, and the next line still verifies")
     func hugeLine() throws {
         let valid = try Fixtures.testVectorText("jws/transaction-consumable.jws")
-        let huge = String(repeating: "A", count: 300_000)
+        // Beyond the line limit, which covers a maximum-size receipt in base64 (about 1.4 MB).
+        let huge = String(repeating: "A", count: 2_000_000)
         let result = try CLI.run(Self.root, stdin: huge + "\n" + valid + "\n")
         let records = try result.records()
         #expect(records.count == 2)
