@@ -32,7 +32,9 @@ final class OrderedPipeline<Item: Sendable, Result: Sendable>: @unchecked Sendab
         self.batchCount = batchCount
         self.batchBytes = batchBytes
         for _ in 0..<jobs {
-            let thread = Thread { [unowned self] in self.runWorker() }
+            // Each worker holds the pipeline until it exits: a worker may start only after
+            // `finish()` has returned and the submitter has dropped its reference.
+            let thread = Thread { self.runWorker() }
             thread.stackSize = 1 << 20
             threads.append(thread)
             thread.start()
