@@ -116,14 +116,20 @@ enum ReceiptPayload {
             guard count < maximumAttributes else {
                 throw ReceiptKitError(.inputTooLarge, "\(what) holds more than \(maximumAttributes) attributes")
             }
-            let element = "\(what), attribute \(count)"
-            var sequence = try set.enter(DERReader.Tag.sequence, element)
-            let type = try DERReader.integer(try sequence.readPrimitive(DERReader.Tag.integer, "\(element) type"), "\(element) type")
-            let version = try DERReader.integer(
-                try sequence.readPrimitive(DERReader.Tag.integer, "\(element) version"), "\(element) version")
-            let value = try sequence.readPrimitive(DERReader.Tag.octetString, "\(element) value")
-            try set.leave(sequence)
-            try body(ReceiptAttribute(type: type, version: version, value: Array(value)))
+            // Error reasons are built only on failure: naming every attribute up front cost more
+            // than decoding it.
+            let attribute: ReceiptAttribute
+            do {
+                var sequence = try set.enter(DERReader.Tag.sequence, "ReceiptAttribute")
+                let type = try DERReader.integer(try sequence.readPrimitive(DERReader.Tag.integer, "type"), "type")
+                let version = try DERReader.integer(try sequence.readPrimitive(DERReader.Tag.integer, "version"), "version")
+                let value = try sequence.readPrimitive(DERReader.Tag.octetString, "value")
+                try set.leave(sequence)
+                attribute = ReceiptAttribute(type: type, version: version, value: Array(value))
+            } catch let error as ReceiptKitError {
+                throw ReceiptKitError(error.code, "\(what), attribute \(count) \(error.reason)", underlyingError: error.underlyingError)
+            }
+            try body(attribute)
             count += 1
         }
         try top.leave(set)
@@ -168,10 +174,14 @@ enum ReceiptPayload {
         /// The single DER element a value holds, with identifier `tag`.
         private func contents(_ type: Int64, _ tag: UInt8) throws -> ArraySlice<UInt8>? {
             guard let value = known[type] else { return nil }
-            var reader = DERReader(value, name: name(type))
-            let contents = try reader.readPrimitive(tag, name(type))
-            try reader.finish()
-            return contents
+            do {
+                var reader = DERReader(value, name: "value")
+                let contents = try reader.readPrimitive(tag, "value")
+                try reader.finish()
+                return contents
+            } catch let error as ReceiptKitError {
+                throw ReceiptKitError(error.code, "\(name(type)) \(error.reason)", underlyingError: error.underlyingError)
+            }
         }
 
         /// A UTF8String value.
@@ -186,7 +196,11 @@ enum ReceiptPayload {
         /// An INTEGER value that fits in 64 bits.
         func integer(_ type: Int64) throws -> Int64? {
             guard let contents = try contents(type, DERReader.Tag.integer) else { return nil }
-            return try DERReader.integer(contents, name(type))
+            do {
+                return try DERReader.integer(contents, "value")
+            } catch let error as ReceiptKitError {
+                throw ReceiptKitError(error.code, "\(name(type)) \(error.reason)")
+            }
         }
 
         /// An IA5String RFC 3339 date; `nil` when absent or empty.

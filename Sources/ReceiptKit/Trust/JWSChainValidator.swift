@@ -43,7 +43,7 @@ struct JWSChainValidator: Sendable {
     }
 
     /// The validity window of a path: from the latest notBefore to the earliest notAfter.
-    private static func window(of path: [Certificate]) -> ClosedRange<Timestamp>? {
+    static func window(of path: [Certificate]) -> ClosedRange<Timestamp>? {
         let starts = path.compactMap(\.notBefore)
         let ends = path.compactMap(\.notAfter)
         guard starts.count == path.count, ends.count == path.count,

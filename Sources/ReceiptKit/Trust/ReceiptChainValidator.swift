@@ -24,6 +24,9 @@
 struct ReceiptChainValidator: Sendable {
     let anchors: TrustAnchors
     let library: CryptoLibraryContext
+    /// Chains this verifier already validated, keyed by the exact bytes of the certificates and
+    /// the signer's index; reused only inside their validity window.
+    let cache: BoundedCache<ReceiptChainKey, CachedChain>
 
     /// The smallest RSA key a receipt signer may have.
     static let minimumRSAKeyBits = 2048
@@ -37,6 +40,21 @@ struct ReceiptChainValidator: Sendable {
     /// - Returns: The chain, with the signer's key.
     /// - Throws: ``ReceiptKitError`` naming the failed rule and certificate.
     func validate(_ certificates: [[UInt8]], signerIndex: Int, at time: Timestamp) throws -> ValidatedChain {
+        let key = ReceiptChainKey(certificates: ChainKey(certificates), signerIndex: signerIndex)
+        let second = Timestamp(millisecondsSince1970: time.secondsSince1970 * 1000)
+        if let cached = cache.value(for: key), cached.window.contains(second) {
+            return cached.chain
+        }
+        let (validated, path) = try validateUncached(certificates, signerIndex: signerIndex, at: time)
+        if let window = JWSChainValidator.window(of: path) {
+            cache.insert(CachedChain(chain: validated, window: window), for: key)
+        }
+        return validated
+    }
+
+    private func validateUncached(
+        _ certificates: [[UInt8]], signerIndex: Int, at time: Timestamp
+    ) throws -> (ValidatedChain, [Certificate]) {
         let parsed = try certificates.enumerated().map { index, der in
             do {
                 let certificate = try Certificate(der: der, library: library)
@@ -99,27 +117,29 @@ struct ReceiptChainValidator: Sendable {
                 .missingAppleExtension,
                 "intermediate certificate 1 \(intermediate.subjectDescription) lacks Apple's marker extension \(JWSChainValidator.intermediateMarker.dotted)")
         }
-        return ValidatedChain(
+        let validated = ValidatedChain(
             leafKey: leafKey,
             summary: ChainSummary(rootSHA256: Hex.encode(embeddedRoot.sha256), leafSHA256: Hex.encode(leaf.sha256),
                                   leafNotAfter: leaf.notAfter))
+        return (validated, path)
     }
 
     /// Xcode's StoreKit Testing receipts: one self-signed certificate, trusted only when the user
     /// supplied that exact certificate as a root.
-    private func validateSelfSigned(_ certificate: Certificate, at time: Timestamp) throws -> ValidatedChain {
+    private func validateSelfSigned(_ certificate: Certificate, at time: Timestamp) throws -> (ValidatedChain, [Certificate]) {
         guard anchors.roots.contains(where: { $0.isByteIdentical(to: certificate) }) else {
             throw ReceiptKitError(
                 .untrustedRoot,
                 "the receipt embeds one certificate \(certificate.subjectDescription) (Xcode StoreKit Testing); it verifies only against a root file byte-identical to it")
         }
         let key = try Self.signingKey(of: certificate, "certificate 0")
-        _ = try JWSChainValidator.buildPath(
+        let path = try JWSChainValidator.buildPath(
             leaf: certificate, intermediates: [], anchors: [certificate], at: time, names: ["certificate 0"], library: library)
         let fingerprint = Hex.encode(certificate.sha256)
-        return ValidatedChain(
+        let validated = ValidatedChain(
             leafKey: key,
             summary: ChainSummary(rootSHA256: fingerprint, leafSHA256: fingerprint, leafNotAfter: certificate.notAfter))
+        return (validated, path)
     }
 
     /// The signer's key, which must be RSA of at least ``minimumRSAKeyBits`` bits.
@@ -132,4 +152,10 @@ struct ReceiptChainValidator: Sendable {
         }
         return key
     }
+}
+
+/// A receipt's certificates and the index of the one its SignerInfo names.
+struct ReceiptChainKey: Hashable, Sendable {
+    let certificates: ChainKey
+    let signerIndex: Int
 }

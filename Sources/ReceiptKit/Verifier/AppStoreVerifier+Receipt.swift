@@ -25,7 +25,7 @@ extension AppStoreVerifier {
                                   underlyingError: OpenSSLErrorQueue.drain())
         }
         let time = configuration.validationTime.resolve(payloadDate: receipt.receiptCreationDate, clock: clock)
-        let chain = try ReceiptChainValidator(anchors: configuration.anchors, library: library)
+        let chain = try ReceiptChainValidator(anchors: configuration.anchors, library: library, cache: receiptChainCache)
             .validate(envelope.certificates, signerIndex: signerIndex, at: time)
         let valid = envelope.payload.withUnsafeBytes { payload in
             chain.leafKey.verifyRSAPKCS1(

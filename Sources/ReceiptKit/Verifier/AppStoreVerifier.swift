@@ -79,6 +79,8 @@ public struct AppStoreVerifier: Sendable {
     /// Headers already validated, keyed by their base64url segment: tokens signed by one leaf
     /// carry byte-identical headers, whose decoding costs more than the payload's.
     private let headerCache: BoundedCache<ByteKey, JWSHeader>
+    /// Legacy receipt chains already validated (see ``ReceiptChainValidator``).
+    let receiptChainCache: BoundedCache<ReceiptChainKey, CachedChain>
 
     /// Creates a verifier.
     ///
@@ -91,6 +93,7 @@ public struct AppStoreVerifier: Sendable {
         self.clock = clock
         self.chainValidator = JWSChainValidator(anchors: configuration.anchors, cacheCapacity: configuration.cacheCapacity)
         self.headerCache = BoundedCache(capacity: configuration.cacheCapacity)
+        self.receiptChainCache = BoundedCache(capacity: configuration.cacheCapacity)
     }
 
     // MARK: One method per payload kind

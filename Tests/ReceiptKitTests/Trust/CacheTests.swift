@@ -58,3 +58,53 @@ struct CacheTests {
         }
     }
 }
+
+/// The receipt chain cache: reused inside the chain's validity window only.
+@Suite("Receipt chain cache")
+struct ReceiptCacheTests {
+    /// A clock tests can move.
+    final class MovableClock: @unchecked Sendable {
+        // @unchecked: every access goes through `lock`.
+        private let lock = NSLock()
+        private var now: Date
+
+        init(_ now: Date) { self.now = now }
+
+        func set(_ date: Date) {
+            lock.lock()
+            now = date
+            lock.unlock()
+        }
+
+        func read() -> Date {
+            lock.lock()
+            defer { lock.unlock() }
+            return now
+        }
+    }
+
+    @Test("a receipt chain cached as valid is still rejected at a time outside its window, and served again inside it")
+    func validationTime() throws {
+        let receipt = try Fixtures.testVector("receipts/receipt-sha256-der.der")
+        let clock = MovableClock(Date(timeIntervalSince1970: 1_748_779_200))  // 2025-06-01, leaf 2024..2027
+        let verifier = AppStoreVerifier(
+            .init(anchors: try TrustAnchors(rootCertificates: [Fixtures.testVector("receipts/pki/root.der")]), validationTime: .now),
+            clock: { clock.read() })
+        #expect(throws: Never.self) { _ = try verifier.verifyReceipt(receipt) }
+        clock.set(Date(timeIntervalSince1970: 1_893_456_000))  // 2030
+        expectRejection(.certificateExpired) { _ = try verifier.verifyReceipt(receipt) }
+        clock.set(Date(timeIntervalSince1970: 1_672_531_200))  // 2023
+        expectRejection(.certificateNotYetValid) { _ = try verifier.verifyReceipt(receipt) }
+        clock.set(Date(timeIntervalSince1970: 1_767_225_600))  // 2026
+        #expect(throws: Never.self) { _ = try verifier.verifyReceipt(receipt) }
+    }
+
+    @Test("a cached receipt chain does not skip the signature")
+    func signatureStillVerified() throws {
+        var receipt = try Fixtures.testVector("receipts/receipt-sha256-der.der")
+        let verifier = AppStoreVerifier(.init(anchors: try TrustAnchors(rootCertificates: [Fixtures.testVector("receipts/pki/root.der")])))
+        _ = try verifier.verifyReceipt(receipt)
+        receipt[receipt.count - 10] ^= 0x01  // inside the signature
+        expectRejection(.invalidSignature) { _ = try verifier.verifyReceipt(receipt) }
+    }
+}
