@@ -42,7 +42,7 @@ struct LineReader {
                 if start == end { finished = true; break }
             }
             let chunk = buffer[start..<end]
-            if let newline = chunk.firstIndex(of: UInt8(ascii: "\n")) {
+            if let newline = newlineIndex() {
                 length += newline - start
                 if length <= maximumLength { line.append(contentsOf: buffer[start..<newline]) }
                 start = newline + 1
@@ -88,6 +88,17 @@ struct LineReader {
             start = end
         }
         return length <= maximumLength ? .bytes(record) : .tooLong(length: length)
+    }
+
+    /// The index of the next newline in the buffered bytes (`memchr`: this scan touches every
+    /// input byte).
+    private func newlineIndex() -> Int? {
+        buffer.withUnsafeBufferPointer { base -> Int? in
+            guard let origin = base.baseAddress,
+                let found = memchr(origin + start, Int32(UInt8(ascii: "\n")), end - start)
+            else { return nil }
+            return origin.distance(to: found.assumingMemoryBound(to: UInt8.self))
+        }
     }
 
     private mutating func fill() throws {

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A JWS in compact serialization (RFC 7515 §7.1), split and base64url-decoded but not verified.
 ///
 ///     JWS = BASE64URL(header) "." BASE64URL(payload) "." BASE64URL(signature)
@@ -25,13 +33,12 @@ struct CompactJWS {
         guard token.count <= maximumSize else {
             throw ReceiptKitError(.inputTooLarge, "JWS is \(token.count) bytes; the limit is \(maximumSize)")
         }
-        let dot = UInt8(ascii: ".")
-        guard let first = token.firstIndex(of: dot),
-            let second = token[(first + 1)...].firstIndex(of: dot)
+        guard let first = Self.indexOfDot(in: token, from: 0),
+            let second = Self.indexOfDot(in: token, from: first + 1)
         else {
             throw ReceiptKitError(.malformedJWS, "a compact JWS has exactly three segments separated by '.'")
         }
-        guard !token[(second + 1)...].contains(dot) else {
+        guard Self.indexOfDot(in: token, from: second + 1) == nil else {
             throw ReceiptKitError(.malformedJWS, "a compact JWS has exactly three segments, found more")
         }
         func decode(_ segment: ArraySlice<UInt8>, _ name: String) throws -> [UInt8] {
@@ -44,6 +51,16 @@ struct CompactJWS {
         payload = try decode(token[(first + 1)..<second], "payload")
         signature = try decode(token[(second + 1)...], "signature")
         signingInput = token[..<second]
+    }
+
+    /// The index of the first `.` at or after `start` (`memchr`: tokens are scanned whole).
+    private static func indexOfDot(in token: [UInt8], from start: Int) -> Int? {
+        token.withUnsafeBufferPointer { base -> Int? in
+            guard let origin = base.baseAddress, start < base.count,
+                let found = memchr(origin + start, Int32(UInt8(ascii: ".")), base.count - start)
+            else { return nil }
+            return origin.distance(to: found.assumingMemoryBound(to: UInt8.self))
+        }
     }
 
     /// Decodes the header segment.

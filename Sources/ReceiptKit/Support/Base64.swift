@@ -57,40 +57,79 @@ enum Base64 {
         let remainder = count % 4
         guard remainder != 1 else { return nil }
 
-        var output = [UInt8]()
-        output.reserveCapacity(count / 4 * 3 + 2)
-        return table.withUnsafeBufferPointer { table -> [UInt8]? in
-            var index = input.startIndex
-            let fullEnd = input.startIndex + (count - remainder)
-            while index < fullEnd {
-                let a = table[Int(input[index])]
-                let b = table[Int(input[index + 1])]
-                let c = table[Int(input[index + 2])]
-                let d = table[Int(input[index + 3])]
-                guard (a | b | c | d) & 0xC0 == 0 else { return nil }
-                output.append(a << 2 | b >> 4)
-                output.append(b << 4 | c >> 2)
-                output.append(c << 6 | d)
-                index += 4
+        let decoded = input.withContiguousStorageIfAvailable { source in
+            table.withUnsafeBufferPointer { table in
+                decodeGroups(source, count: count, table: table)
             }
-            switch remainder {
-            case 2:
-                let a = table[Int(input[index])]
-                let b = table[Int(input[index + 1])]
-                guard (a | b) & 0xC0 == 0, b & 0x0F == 0 else { return nil }
-                output.append(a << 2 | b >> 4)
-            case 3:
-                let a = table[Int(input[index])]
-                let b = table[Int(input[index + 1])]
-                let c = table[Int(input[index + 2])]
-                guard (a | b | c) & 0xC0 == 0, c & 0x03 == 0 else { return nil }
-                output.append(a << 2 | b >> 4)
-                output.append(b << 4 | c >> 2)
-            default:
-                break
-            }
-            return output
         }
+        if let decoded { return decoded }
+        return Array(input).withUnsafeBufferPointer { source in
+            table.withUnsafeBufferPointer { table in
+                decodeGroups(source, count: count, table: table)
+            }
+        }
+    }
+
+    /// Decodes the first `count` characters of `source` (padding already removed) into a new
+    /// array written in place: this loop runs over every byte of every input.
+    private static func decodeGroups(
+        _ source: UnsafeBufferPointer<UInt8>, count: Int, table: UnsafeBufferPointer<UInt8>
+    ) -> [UInt8]? {
+        let remainder = count % 4
+        let capacity = count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
+        var valid = true
+        let output = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            var index = 0
+            var out = 0
+            let fullEnd = count - remainder
+            while index < fullEnd {
+                let a = table[Int(source[index])]
+                let b = table[Int(source[index + 1])]
+                let c = table[Int(source[index + 2])]
+                let d = table[Int(source[index + 3])]
+                guard (a | b | c | d) & 0xC0 == 0 else {
+                    valid = false
+                    break
+                }
+                buffer[out] = a << 2 | b >> 4
+                buffer[out + 1] = b << 4 | c >> 2
+                buffer[out + 2] = c << 6 | d
+                index += 4
+                out += 3
+            }
+            if valid {
+                switch remainder {
+                case 2:
+                    let a = table[Int(source[index])]
+                    let b = table[Int(source[index + 1])]
+                    if (a | b) & 0xC0 == 0, b & 0x0F == 0 {
+                        buffer[out] = a << 2 | b >> 4
+                        out += 1
+                    } else {
+                        valid = false
+                    }
+                case 3:
+                    let a = table[Int(source[index])]
+                    let b = table[Int(source[index + 1])]
+                    let c = table[Int(source[index + 2])]
+                    if (a | b | c) & 0xC0 == 0, c & 0x03 == 0 {
+                        buffer[out] = a << 2 | b >> 4
+                        buffer[out + 1] = b << 4 | c >> 2
+                        out += 2
+                    } else {
+                        valid = false
+                    }
+                default:
+                    break
+                }
+            }
+            // Bytes past `out` are never read: on failure the array is discarded.
+            if !valid {
+                for position in out..<capacity { buffer[position] = 0 }
+            }
+            initialized = capacity
+        }
+        return valid ? output : nil
     }
 
     private static let standardLetters = Array(
