@@ -2,15 +2,35 @@ import ArgumentParser
 import Foundation
 import ReceiptKit
 
-/// One input line with its 1-based number.
+/// One input with its 1-based number and, with `--with-ids`, the id its line carried.
 struct Input: Sendable {
     let number: Int
     let line: LineReader.Line
+    let label: InputLabel
 
     var size: Int {
         switch line {
         case .bytes(let bytes): bytes.count
-        case .tooLong: 0
+        case .tooLong, .missingID: 0
+        }
+    }
+
+    /// An input whose line is `ID<TAB>INPUT`: the id is split off, and a line without a tab
+    /// becomes a line the verifier rejects, with a `null` id.
+    static func withID(number: Int, line: LineReader.Line) -> Input {
+        let tab = UInt8(ascii: "\t")
+        switch line {
+        case .bytes(let bytes):
+            guard let split = bytes.firstIndex(of: tab) else {
+                return Input(number: number, line: .missingID, label: InputLabel(number: number, id: nil))
+            }
+            let id = String(decoding: bytes[..<split], as: UTF8.self)
+            return Input(number: number, line: .bytes(Array(bytes[(split + 1)...])), label: InputLabel(number: number, id: id))
+        case .tooLong(let length, let prefix):
+            let id = prefix.firstIndex(of: tab).map { String(decoding: prefix[..<$0], as: UTF8.self) }
+            return Input(number: number, line: .tooLong(length: length, prefix: []), label: InputLabel(number: number, id: id))
+        case .missingID:
+            return Input(number: number, line: line, label: InputLabel(number: number, id: nil))
         }
     }
 }
@@ -31,17 +51,18 @@ struct Renderer: Sendable {
     let pretty: Bool
     let expectedEnvironment: AppStoreEnvironment?
 
-    func render(_ outcome: VerificationOutcome, input: Int) -> Rendered {
+    func render(_ outcome: VerificationOutcome, label: InputLabel) -> Rendered {
         let text: String
         var verified = outcome.isVerified
         switch format {
         case .json:
-            text = outcome.json(input: input, pretty: pretty)
+            text = outcome.json(label: label, pretty: pretty)
         case .csv:
-            text = String(outcome.csvRows(input: input).dropLast())
+            text = String(outcome.csvRows(label: label).dropLast())
         case .verifyreceipt:
             verified = outcome.verifyReceiptStatus(expectedEnvironment: expectedEnvironment) == 0
-            text = outcome.verifyReceiptJSON(expectedEnvironment: expectedEnvironment, requestDate: Timestamp(Date()), pretty: pretty)
+            text = outcome.verifyReceiptJSON(
+                expectedEnvironment: expectedEnvironment, requestDate: Timestamp(Date()), pretty: pretty, id: label)
         }
         switch outcome {
         case .verified(let record):

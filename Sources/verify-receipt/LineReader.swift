@@ -13,9 +13,15 @@ struct LineReader {
     enum Line: Sendable {
         /// The record's bytes, without the newline.
         case bytes([UInt8])
-        /// A record longer than the limit: its bytes were skipped; `length` is how many.
-        case tooLong(length: Int)
+        /// A record longer than the limit: its bytes were skipped; `length` is how many, and
+        /// `prefix` holds its first bytes (up to ``prefixLength``), where an id would be.
+        case tooLong(length: Int, prefix: [UInt8])
+        /// A `--with-ids` line without the tab that separates the id from the input.
+        case missingID
     }
+
+    /// How many leading bytes of a too-long record are kept.
+    static let prefixLength = 4096
 
     private let descriptor: Int32
     private let maximumLength: Int
@@ -44,20 +50,31 @@ struct LineReader {
             let chunk = buffer[start..<end]
             if let newline = newlineIndex() {
                 length += newline - start
-                if length <= maximumLength { line.append(contentsOf: buffer[start..<newline]) }
+                keep(buffer[start..<newline], into: &line, length: length)
                 start = newline + 1
-                return length <= maximumLength ? .bytes(line) : .tooLong(length: length)
+                return result(line, length: length)
             }
             length += end - start
-            if length <= maximumLength {
-                line.append(contentsOf: chunk)
-            } else if !line.isEmpty {
-                line = []
-            }
+            keep(chunk, into: &line, length: length)
             start = end
         }
         if length == 0 { return nil }
-        return length <= maximumLength ? .bytes(line) : .tooLong(length: length)
+        return result(line, length: length)
+    }
+
+    /// Appends `chunk` while the record is within the limit; past it, keeps only the prefix.
+    private func keep(_ chunk: ArraySlice<UInt8>, into line: inout [UInt8], length: Int) {
+        if length <= maximumLength {
+            line.append(contentsOf: chunk)
+        } else if line.count > Self.prefixLength {
+            line.removeSubrange(Self.prefixLength...)
+        } else if line.count < Self.prefixLength {
+            line.append(contentsOf: chunk.prefix(Self.prefixLength - line.count))
+        }
+    }
+
+    private func result(_ line: [UInt8], length: Int) -> Line {
+        length <= maximumLength ? .bytes(line) : .tooLong(length: length, prefix: Array(line.prefix(Self.prefixLength)))
     }
 
     /// The next byte, without consuming it, or `nil` at end of input.
@@ -84,10 +101,10 @@ struct LineReader {
                 if start == end { finished = true; break }
             }
             length += end - start
-            if length <= maximumLength { record.append(contentsOf: buffer[start..<end]) } else { record = [] }
+            keep(buffer[start..<end], into: &record, length: length)
             start = end
         }
-        return length <= maximumLength ? .bytes(record) : .tooLong(length: length)
+        return result(record, length: length)
     }
 
     /// The index of the next newline in the buffered bytes (`memchr`: this scan touches every

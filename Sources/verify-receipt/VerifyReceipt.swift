@@ -64,6 +64,9 @@ struct VerifyReceipt: ParsableCommand {
     @Flag(help: "At the end, print counts by status, error code, kind and environment, and the throughput, on standard error.")
     var summary = false
 
+    @Flag(name: .customLong("with-ids"), help: "Each input line is ID<TAB>INPUT; the record (and CSV row) carries \"id\": ID, so results can be joined to their source rows.")
+    var withIDs = false
+
     func run() throws {
         guard jobs >= 1, jobs <= 1024 else { throw ValidationError("--jobs must be between 1 and 1024") }
         let verifier = try makeVerifier()
@@ -78,17 +81,19 @@ struct VerifyReceipt: ParsableCommand {
             switch input.line {
             case .bytes(let bytes):
                 outcome = verifier.verify(input: bytes, as: forcedKind)
-            case .tooLong(let length):
+            case .tooLong(let length, _):
                 outcome = .rejected(ReceiptKitError(.inputTooLarge, "input is \(length) bytes; the limit is \(lineLimit)"))
+            case .missingID:
+                outcome = .rejected(ReceiptKitError(.unrecognizedInput, "--with-ids expects ID<TAB>INPUT, and this line has no tab"))
             }
-            return renderer.render(outcome, input: input.number)
+            return renderer.render(outcome, label: input.label)
         }
 
         var output = StandardOutput()
         var tally = Tally()
         let reporter = ProgressReporter(mode: progress)
         if format == .csv {
-            output.write(VerificationOutcome.csvHeader.joined(separator: ","))
+            output.write(VerificationOutcome.csvHeader(withIDs: withIDs).joined(separator: ","))
         }
         let deliver: (Rendered) -> Void = { rendered in
             output.write(rendered.text)
@@ -103,7 +108,9 @@ struct VerifyReceipt: ParsableCommand {
                 return
             }
             inputNumber += 1
-            let input = Input(number: inputNumber, line: line)
+            let input = withIDs
+                ? Input.withID(number: inputNumber, line: line)
+                : Input(number: inputNumber, line: line, label: InputLabel(number: inputNumber))
             if let pipeline {
                 pipeline.submit(input, size: input.size)
             } else {
@@ -114,7 +121,8 @@ struct VerifyReceipt: ParsableCommand {
             var reader = LineReader(descriptor: source.descriptor, maximumLength: lineLimit)
             defer { source.close() }
             do {
-                if try reader.peek() == 0x30 {
+                // With ids, every line starts with its id, so nothing is taken for binary.
+                if !withIDs, try reader.peek() == 0x30 {
                     // A DER/BER receipt (a SEQUENCE, 0x30) is binary: the whole source is one input.
                     submit(try reader.rest())
                 } else {

@@ -1,4 +1,11 @@
 extension VerificationOutcome {
+    /// The CSV columns, in order, with an `id` column second when `withIDs`.
+    ///
+    /// - Parameter withIDs: Whether rows carry the caller's id (`verify-receipt --with-ids`).
+    public static func csvHeader(withIDs: Bool) -> [String] {
+        withIDs ? [csvHeader[0], "id"] + csvHeader.dropFirst() : csvHeader
+    }
+
     /// The CSV columns, in order: one row per transaction.
     public static let csvHeader = [
         "input", "status", "error_code", "kind", "environment", "bundle_id", "product_id", "transaction_id",
@@ -11,8 +18,19 @@ extension VerificationOutcome {
     /// - Parameter input: The 1-based input number of the first column.
     /// - Returns: The rows, each ending in a newline.
     public func csvRows(input: Int) -> String {
+        csvRows(label: InputLabel(number: input))
+    }
+
+    /// The outcome as CSV rows, with the label's `id` as the second column when it has one.
+    ///
+    /// - Parameter label: The input's number and, for joinable batches, its id.
+    /// - Returns: The rows, each ending in a newline.
+    public func csvRows(label: InputLabel) -> String {
         var text = ""
+        let input = label.number ?? 0
         func row(_ fields: [String?]) {
+            var fields = fields
+            if label.hasID { fields.insert(label.id, at: 1) }
             text += fields.map { CSV.field($0 ?? "") }.joined(separator: ",")
             text += "\n"
         }

@@ -74,9 +74,9 @@ public struct VerificationRecord: Sendable {
             app: verified.appTransaction.map { NormalizedApp($0.payload) })
     }
 
-    func write(input: Int?, to writer: inout JSONWriter) {
+    func write(label: InputLabel, to writer: inout JSONWriter) {
         writer.object { json in
-            if let input { json.member("input", input) }
+            label.write(to: &json)
             json.member("status", "verified")
             json.member("kind", kind.rawValue)
             json.member("environment", environment)
@@ -116,9 +116,54 @@ public struct VerificationRecord: Sendable {
     ///   - input: The 1-based input number to print first, or `nil` to omit it.
     ///   - pretty: Whether to indent.
     public func json(input: Int? = nil, pretty: Bool = false) -> String {
+        json(label: InputLabel(number: input), pretty: pretty)
+    }
+
+    /// The record as JSON, labelled with its input number and, for joinable batches, an id.
+    ///
+    /// - Parameters:
+    ///   - label: What identifies the input.
+    ///   - pretty: Whether to indent.
+    public func json(label: InputLabel, pretty: Bool = false) -> String {
         var writer = JSONWriter(pretty: pretty)
-        write(input: input, to: &writer)
+        write(label: label, to: &writer)
         return writer.text
+    }
+}
+
+/// What identifies an input in its output record: its number, and in joinable batches the id the
+/// caller gave it (`verify-receipt --with-ids`), so a result can be matched to its source row.
+public struct InputLabel: Sendable, Hashable {
+    /// The 1-based input number, printed first as `input`; `nil` omits it.
+    public var number: Int?
+    /// Whether the record carries an `id` member.
+    public var hasID: Bool
+    /// The caller's id, printed as `id` when ``hasID`` (`null` when `nil`).
+    public var id: String?
+
+    /// A label with a number and no id member.
+    ///
+    /// - Parameter number: The 1-based input number, or `nil`.
+    public init(number: Int?) {
+        self.number = number
+        self.hasID = false
+        self.id = nil
+    }
+
+    /// A label with a number and an `id` member.
+    ///
+    /// - Parameters:
+    ///   - number: The 1-based input number, or `nil`.
+    ///   - id: The caller's id; `nil` prints `"id": null` (an input line that carried none).
+    public init(number: Int?, id: String?) {
+        self.number = number
+        self.hasID = true
+        self.id = id
+    }
+
+    func write(to json: inout JSONWriter) {
+        if let number { json.member("input", number) }
+        if hasID { json.member("id", id) }
     }
 }
 
@@ -140,13 +185,22 @@ public enum VerificationOutcome: Sendable {
     ///   - input: The 1-based input number to print first, or `nil` to omit it.
     ///   - pretty: Whether to indent.
     public func json(input: Int? = nil, pretty: Bool = false) -> String {
+        json(label: InputLabel(number: input), pretty: pretty)
+    }
+
+    /// The outcome as JSON, labelled with its input number and, for joinable batches, an id.
+    ///
+    /// - Parameters:
+    ///   - label: What identifies the input.
+    ///   - pretty: Whether to indent.
+    public func json(label: InputLabel, pretty: Bool = false) -> String {
         switch self {
         case .verified(let record):
-            return record.json(input: input, pretty: pretty)
+            return record.json(label: label, pretty: pretty)
         case .rejected(let error):
             var writer = JSONWriter(pretty: pretty)
             writer.object { json in
-                if let input { json.member("input", input) }
+                label.write(to: &json)
                 json.member("status", "rejected")
                 json.member("error") { json in
                     json.object { json in

@@ -49,12 +49,16 @@ extension VerificationOutcome {
     ///   - requestDate: The instant to render as `request_date`, or `nil` to omit it (it is
     ///     Apple's clock at the request, not part of the receipt).
     ///   - pretty: Whether to indent.
+    ///   - id: For joinable batches, the caller's id, printed first as `id` (Apple's body has
+    ///     no such member; parsers that ignore unknown members are unaffected).
     public func verifyReceiptJSON(
-        expectedEnvironment: AppStoreEnvironment? = nil, requestDate: Timestamp? = nil, pretty: Bool = false
+        expectedEnvironment: AppStoreEnvironment? = nil, requestDate: Timestamp? = nil, pretty: Bool = false,
+        id: InputLabel? = nil
     ) -> String {
         let status = verifyReceiptStatus(expectedEnvironment: expectedEnvironment)
         var writer = JSONWriter(pretty: pretty)
         writer.object { json in
+            if let id, id.hasID { json.member("id", id.id) }
             json.member("status", status)
             switch self {
             case .verified(let record):

@@ -114,3 +114,68 @@ struct BatchTests {
         #expect(try CLI.run(["--jobs", "0"]).status == 64)
     }
 }
+
+/// `--with-ids`: records joinable to their source rows.
+@Suite("verify-receipt --with-ids")
+struct WithIDsTests {
+    static let root = ["--root", "TestVectors/pki/root.der"]
+
+    static func input() throws -> String {
+        let valid = try Fixtures.testVectorText("jws/transaction-consumable.jws")
+        let renewal = try Fixtures.testVectorText("jws/renewal-info.jws")
+        let huge = String(repeating: "A", count: 2_000_000)
+        return "row-1\t\(valid)\nrow-2\tnot.a.jws\nno tab on this line\n\n0123\t\(renewal)\nbig-1\t\(huge)\n"
+            + "\t\(valid)\nünïcode id\t\(valid)\n"
+    }
+
+    @Test("each record carries its line's id, in order; a line without a tab is rejected with a null id")
+    func ids() throws {
+        let result = try CLI.run(Self.root + ["--with-ids"], stdin: try Self.input())
+        let records = try result.records()
+        #expect(records.count == 7)
+        #expect(records.map { $0["input"] as? Int } == [1, 2, 3, 4, 5, 6, 7])
+        #expect(records.map { $0["id"] as? String } == ["row-1", "row-2", nil, "0123", "big-1", "", "ünïcode id"])
+        #expect(records[2]["id"] is NSNull)
+        #expect(records.map { $0["status"] as? String }
+                == ["verified", "rejected", "rejected", "verified", "rejected", "verified", "verified"])
+        #expect((records[2]["error"] as? [String: Any])?["code"] as? String == "unrecognized_input")
+        #expect((records[4]["error"] as? [String: Any])?["code"] as? String == "input_too_large")
+        #expect(records[3]["kind"] as? String == "renewal_info", "an id starting with 0 is not taken for a binary receipt")
+    }
+
+    @Test("ids do not depend on --jobs, and the CSV gets an id column")
+    func jobsAndCSV() throws {
+        let input = try Self.input()
+        let one = try CLI.run(Self.root + ["--with-ids", "--jobs", "1"], stdin: input)
+        let two = try CLI.run(Self.root + ["--with-ids", "--jobs", "2"], stdin: input)
+        #expect(one.stdout == two.stdout)
+        let csv = try CLI.run(Self.root + ["--with-ids", "--format", "csv"], stdin: input)
+        let rows = csv.stdout.split(separator: "\n").map(String.init)
+        #expect(rows.first == VerificationOutcome.csvHeader(withIDs: true).joined(separator: ","))
+        #expect(rows.first?.hasPrefix("input,id,status,") == true)
+        #expect(rows[1].hasPrefix("1,row-1,verified,"))
+        #expect(rows[3].hasPrefix("3,,rejected,unrecognized_input"))
+    }
+
+    @Test("without the flag nothing changes: no id member, tabs are part of the input")
+    func withoutFlag() throws {
+        let valid = try Fixtures.testVectorText("jws/transaction-consumable.jws")
+        let result = try CLI.run(Self.root, stdin: "\(valid)\nrow-1\t\(valid)\n")
+        let records = try result.records()
+        #expect(records.count == 2)
+        #expect(records.allSatisfy { $0["id"] == nil })
+        #expect(records[0]["status"] as? String == "verified")
+        #expect(records[1]["status"] as? String == "rejected")
+    }
+
+    @Test("the library labels records the same way")
+    func library() throws {
+        let outcome = try Fixtures.testVerifier().verify(input: Fixtures.testVector("jws/transaction-consumable.jws"))
+        let labelled = try parseJSON(outcome.json(label: InputLabel(number: 3, id: "abc")))
+        #expect(labelled["input"] as? Int == 3)
+        #expect(labelled["id"] as? String == "abc")
+        let unlabelled = try parseJSON(outcome.json(input: 3))
+        #expect(unlabelled["id"] == nil)
+        #expect(outcome.csvRows(label: InputLabel(number: 3, id: "a,b")).hasPrefix("3,\"a,b\",verified,"))
+    }
+}
