@@ -132,6 +132,20 @@ enum Base64 {
         return valid ? output : nil
     }
 
+    /// Whether every byte of `text` is in the standard alphabet or is `=` (a quick test that tells
+    /// a base64 receipt from other inputs before anything is decoded).
+    static func isStandardAlphabet(_ text: ArraySlice<UInt8>) -> Bool {
+        text.withUnsafeBufferPointer { text in
+            standardTable.withUnsafeBufferPointer { table in
+                var invalid: UInt8 = 0
+                for byte in text where byte != UInt8(ascii: "=") {
+                    invalid |= table[Int(byte)] & 0xC0
+                }
+                return invalid == 0
+            }
+        }
+    }
+
     private static let standardLetters = Array(
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 

@@ -39,7 +39,7 @@ extension AppStoreVerifier {
         if first == UInt8(ascii: "{") {
             return try verifyJSONInput(Array(input), as: kind)
         }
-        if kind == .receipt || (!input.contains(UInt8(ascii: ".")) && Self.isStandardBase64Text(input)) {
+        if kind == .receipt || Base64.isStandardAlphabet(input) {  // no "." in the alphabet: never a JWS
             return try verifyReceiptInput(as: kind) { try verifyReceipt(base64Bytes: input) }
         }
         return try verify(jwsBytes: Array(input), as: kind)
@@ -53,19 +53,6 @@ extension AppStoreVerifier {
             throw ReceiptKitError(.unrecognizedInput, "a legacy receipt cannot be verified as \(kind.rawValue)")
         }
         return VerificationRecord(try verify())
-    }
-
-    /// Whether every byte is in the standard base64 alphabet (`A-Z a-z 0-9 + / =`).
-    private static func isStandardBase64Text(_ text: ArraySlice<UInt8>) -> Bool {
-        text.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
-                true
-            default:
-                false
-            }
-        }
     }
 
     /// Verifies a JSON input: a verifyReceipt request body (`receipt-data`) or a notification
