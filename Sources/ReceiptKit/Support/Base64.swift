@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Strict base64 decoders: one canonical spelling per byte string, nothing else accepted.
 enum Base64 {
     /// The two alphabets ReceiptKit reads.
@@ -132,16 +140,18 @@ enum Base64 {
         return valid ? output : nil
     }
 
-    /// Whether every byte of `text` is in the standard alphabet or is `=` (a quick test that tells
-    /// a base64 receipt from other inputs before anything is decoded).
+    /// Whether every byte of `text` is in the standard alphabet or is `=`: a quick test that tells
+    /// a base64 receipt from other inputs before anything is decoded. A JWS fails it at its first
+    /// `.`, found with `memchr` before the alphabet scan.
     static func isStandardAlphabet(_ text: ArraySlice<UInt8>) -> Bool {
         text.withUnsafeBufferPointer { text in
-            standardTable.withUnsafeBufferPointer { table in
-                var invalid: UInt8 = 0
-                for byte in text where byte != UInt8(ascii: "=") {
-                    invalid |= table[Int(byte)] & 0xC0
+            guard let start = text.baseAddress else { return true }
+            if memchr(start, Int32(UInt8(ascii: ".")), text.count) != nil { return false }
+            return standardTable.withUnsafeBufferPointer { table in
+                for byte in text where byte != UInt8(ascii: "=") && table[Int(byte)] & 0xC0 != 0 {
+                    return false
                 }
-                return invalid == 0
+                return true
             }
         }
     }
