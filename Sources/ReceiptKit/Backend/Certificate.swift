@@ -20,6 +20,7 @@ final class Certificate: @unchecked Sendable {
     ///     (legacy receipts' SHA-1 certificates), or `nil` for OpenSSL's default context.
     /// - Throws: ``ReceiptKitError/Code/malformedCertificate`` when OpenSSL cannot parse all of it.
     init(der: [UInt8], library: CryptoLibraryContext? = nil) throws {
+        OpenSSLErrorQueue.clear()
         var parsed: OpaquePointer?
         if let library {
             // d2i_X509 into an object made by X509_new_ex keeps that object's library context.
@@ -43,6 +44,7 @@ final class Certificate: @unchecked Sendable {
         }
         guard consumed == der.count else {
             X509_free(parsed)
+            OpenSSLErrorQueue.clear()
             throw ReceiptKitError(.malformedCertificate, "\(der.count - consumed) bytes follow the DER certificate")
         }
         self.pointer = parsed
@@ -50,7 +52,8 @@ final class Certificate: @unchecked Sendable {
         self.sha256 = Digest.sha256(der)
         // Compute OpenSSL's extension cache now, once, so readers never race to fill it.
         if X509_get_extension_flags(parsed) & rk_exflag_invalid() != 0 {
-            throw ReceiptKitError(.malformedCertificate, "certificate \(Self.describe(parsed)) has invalid extensions")
+            throw ReceiptKitError(.malformedCertificate, "certificate \(Self.describe(parsed)) has invalid extensions",
+                                  underlyingError: OpenSSLErrorQueue.drain())
         }
     }
 
@@ -132,6 +135,7 @@ final class Certificate: @unchecked Sendable {
 
     /// The subject public key, owned by the returned value.
     func publicKey() throws -> PublicKey {
+        OpenSSLErrorQueue.clear()
         guard let key = X509_get_pubkey(pointer) else {
             throw ReceiptKitError(.invalidChain, "certificate \(subjectDescription) has an unreadable public key",
                                   underlyingError: OpenSSLErrorQueue.drain())

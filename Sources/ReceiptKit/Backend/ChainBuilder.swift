@@ -30,6 +30,7 @@ enum ChainBuilder {
         leaf: Certificate, intermediates: [Certificate], anchors: [Certificate], time: Timestamp,
         library: CryptoLibraryContext? = nil
     ) throws -> [Certificate] {
+        OpenSSLErrorQueue.clear()
         guard let store = X509_STORE_new() else {
             throw Failure(code: .invalidChain, openSSLReason: OpenSSLErrorQueue.drain() ?? "out of memory", depth: 0)
         }

@@ -1,7 +1,16 @@
 internal import CReceiptKitOpenSSL
 
 /// Access to OpenSSL's per-thread error queue.
+///
+/// The queue is per thread and outlives any one call, so every operation whose failure
+/// ReceiptKit reports starts by clearing it (``clear()``) and every failure drains it: otherwise
+/// an error left by one input would appear in another input's reason (found by `fuzz-jws`).
 enum OpenSSLErrorQueue {
+    /// Empties the calling thread's error queue.
+    static func clear() {
+        ERR_clear_error()
+    }
+
     /// Empties the calling thread's error queue and returns its entries as one line of text,
     /// or `nil` when it was empty. Called after every failing OpenSSL call, so no error leaks
     /// into the next operation's report.

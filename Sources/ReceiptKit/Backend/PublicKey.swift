@@ -40,6 +40,7 @@ final class PublicKey: @unchecked Sendable {
     ///
     /// - Returns: `true` when the signature verifies; `false` for any other outcome.
     func verifyECDSASHA256(derSignature: [UInt8], message: UnsafeRawBufferPointer) -> Bool {
+        OpenSSLErrorQueue.clear()
         // Hash with the one-shot SHA256 and verify the digest: this skips fetching the digest
         // implementation by name and a digest context per call, the costs that matter when the
         // chain is cached and one ECDSA verification is nearly all that is left.
@@ -76,6 +77,7 @@ final class PublicKey: @unchecked Sendable {
         digest: String, signature: [UInt8], message: UnsafeRawBufferPointer,
         library: CryptoLibraryContext? = nil, rsaPadding: Int32? = nil
     ) -> Bool {
+        OpenSSLErrorQueue.clear()
         guard let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context) }
         var keyContext: OpaquePointer?

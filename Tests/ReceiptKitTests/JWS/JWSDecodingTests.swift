@@ -237,3 +237,22 @@ struct SignatureTests {
         expectRejection(.invalidSignature) { _ = try verifier.verifyTransaction(otherKey.sign(payload: JWSDecodingTests.transaction)) }
     }
 }
+
+/// Nesting limits: deep JSON is refused by jansson's depth limit, never a stack overflow.
+@Suite("JSON depth")
+struct JSONDepthTests {
+    @Test("JSON nested beyond jansson's depth limit is refused, not a stack overflow", arguments: [2_100, 100_000])
+    func deepPayload(_ depth: Int) throws {
+        let signer = try TestSigner.standard()
+        let deep = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+        let payload = "{\"transactionId\":\"1\",\"signedDate\":1748779200123,\"extra\":\(deep)}"
+        let verifier = AppStoreVerifier(.init(anchors: try Fixtures.testRootAnchors(), maximumJWSSize: 1 << 20))
+        let error = expectRejection(.malformedPayload) { _ = try verifier.verifyTransaction(signer.sign(payload: payload)) }
+        #expect(error?.reason.contains("depth") == true, "\(String(describing: error))")
+        // Deep but within the limit, in a member ReceiptKit ignores: accepted.
+        let shallow = String(repeating: "[", count: 1_000) + String(repeating: "]", count: 1_000)
+        #expect(throws: Never.self) {
+            _ = try verifier.verifyTransaction(signer.sign(payload: payload.replacingOccurrences(of: deep, with: shallow)))
+        }
+    }
+}
