@@ -22,7 +22,6 @@ final class OrderedPipeline<Item: Sendable, Result: Sendable>: @unchecked Sendab
     private var closed = false
     private var current: [Item] = []
     private var currentBytes = 0
-    private var threads: [Thread] = []
 
     init(jobs: Int, batchCount: Int = 64, batchBytes: Int = 256 * 1024,
          work: @escaping @Sendable (Item) -> Result, deliver: @escaping (Result) -> Void) {
@@ -32,11 +31,11 @@ final class OrderedPipeline<Item: Sendable, Result: Sendable>: @unchecked Sendab
         self.batchCount = batchCount
         self.batchBytes = batchBytes
         for _ in 0..<jobs {
-            // Each worker holds the pipeline until it exits: a worker may start only after
-            // `finish()` has returned and the submitter has dropped its reference.
+            // Each worker holds the pipeline until it exits (a worker may start only after
+            // `finish()` has returned and the submitter has dropped its reference); the pipeline
+            // holds no thread, so nothing is left in a cycle once they have.
             let thread = Thread { self.runWorker() }
             thread.stackSize = 1 << 20
-            threads.append(thread)
             thread.start()
         }
     }

@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -15,23 +13,24 @@ import Darwin
 /// leaves, so the working set is tiny and any bound far above it is never reached in practice,
 /// while a hostile stream of distinct chains cannot grow memory past it.
 final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private let storage: Mutex<[Key: Value]>
+    private let storage: ReadWriteLocked<[Key: Value]>
     let capacity: Int
 
     init(capacity: Int) {
         self.capacity = capacity
-        self.storage = Mutex([:])
+        self.storage = ReadWriteLocked([:])
     }
 
     /// The value for `key`, if cached.
     func value(for key: Key) -> Value? {
-        storage.withLock { $0[key] }
+        guard capacity > 0 else { return nil }
+        return storage.read { $0[key] }
     }
 
     /// Caches `value` for `key`, evicting another entry if the cache is full.
     func insert(_ value: Value, for key: Key) {
         guard capacity > 0 else { return }
-        storage.withLock { entries in
+        storage.write { entries in
             if entries.count >= capacity, entries[key] == nil, let victim = entries.keys.first {
                 entries.removeValue(forKey: victim)
             }
@@ -41,7 +40,7 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The number of cached entries.
     var count: Int {
-        storage.withLock { $0.count }
+        storage.read { $0.count }
     }
 }
 
