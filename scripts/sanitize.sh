@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The sanitizer checks CI runs:
+#   1. the whole test suite under address sanitizer;
+#   2. the concurrency tests (many threads sharing one verifier and its caches) under thread
+#      sanitizer;
+#   3. verify-receipt, built with address sanitizer, over every vector in TestVectors/ with
+#      LeakSanitizer on: every OpenSSL and jansson object must have one owner that frees it.
+# Each uses its own build folder, so a normal build is not disturbed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+
+echo "== address sanitizer: swift test" >&2
+# Memory errors fail the suite; leaks are checked on verify-receipt below, where every object is
+# ReceiptKit's (the test harness keeps its own objects alive until exit).
+ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan
+
+echo "== thread sanitizer: concurrency tests" >&2
+swift test --sanitize=thread --scratch-path .build-tsan --filter 'CacheTests|ConcurrencyTests'
+
+echo "== leak check: verify-receipt over TestVectors/" >&2
+swift build --sanitize=address --scratch-path .build-asan --product verify-receipt
+bin="$(swift build --sanitize=address --scratch-path .build-asan --show-bin-path)/verify-receipt"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
+export LSAN_OPTIONS=exitcode=99
+check() {
+    local status=0
+    "$@" > /dev/null 2> /tmp/receiptkit-leakcheck.err || status=$?
+    if [ "$status" -gt 1 ]; then
+        cat /tmp/receiptkit-leakcheck.err >&2
+        echo "leak check failed (exit $status): $*" >&2
+        exit 1
+    fi
+}
+jws_root=(--root TestVectors/pki/root.der --root TestVectors/pki/xcode.der)
+receipt_root=(--root TestVectors/receipts/pki/root.der --root TestVectors/receipts/pki/storekit.der)
+check "$bin" "${jws_root[@]}" TestVectors/jws/*.jws TestVectors/jws/*.json TestVectors/jws/batch.txt
+check "$bin" --pin-sha256 "$(python3 -c 'import json;print(json.load(open("TestVectors/pki/fingerprints.json"))["root.der"])')" TestVectors/jws/*.jws
+for f in TestVectors/receipts/*.der TestVectors/receipts/*.b64 TestVectors/receipts/*.json; do
+    check "$bin" "${receipt_root[@]}" "$f"
+done
+check "$bin" "${receipt_root[@]}" --format verifyreceipt --jobs 2 TestVectors/receipts/receipt-sha256-der.b64 TestVectors/jws/batch.txt
+if [ -d ../shared/vectors ]; then
+    check "$bin" ../shared/vectors/jws/real/*.jws
+    check "$bin" --root ../shared/vectors/certs/AppleTestCA-mock.der ../shared/vectors/jws/apple-mock/*.jws
+    for f in ../shared/vectors/receipts/*.der; do check "$bin" "$f"; done
+fi
+echo "sanitizers: clean" >&2
