@@ -26,7 +26,7 @@ struct ReceiptManifestTests {
 
     @Test("library outcome matches the expected record", arguments: vectors)
     func library(_ vector: ManifestVector) throws {
-        let arguments = try ReceiptArguments(vector.arguments, name: vector.name)
+        let arguments = try ManifestArguments(vector.arguments, name: vector.name)
         let input = try Fixtures.testVector(vector.file)
         let outcome = arguments.verifier.verify(input: input, as: arguments.kind)
         let rendered = arguments.render(outcome)

@@ -38,50 +38,14 @@ struct ManifestVector: Sendable, CustomTestStringConvertible {
         }
     }
 
-    /// A verifier configured as `verify-receipt` would be by ``arguments`` (the subset of
-    /// options the manifests use), with the fixed test clock.
+    /// A verifier configured as `verify-receipt` would be by ``arguments``, with the fixed
+    /// test clock.
     func verifier() throws -> AppStoreVerifier {
-        try configured().verifier
+        try ManifestArguments(arguments, name: name).verifier
     }
 
     /// The forced `--kind`, if the arguments name one.
     func kind() throws -> PayloadKind? {
-        try configured().kind
-    }
-
-    private func configured() throws -> (verifier: AppStoreVerifier, kind: PayloadKind?) {
-        var kind: PayloadKind?
-        var configuration = AppStoreVerifier.Configuration()
-        var roots: [[UInt8]] = []
-        var pins: [String] = []
-        var index = 0
-        func value() throws -> String {
-            index += 1
-            return try #require(index < arguments.count ? arguments[index] : nil, "\(name): option without value")
-        }
-        while index < arguments.count {
-            switch arguments[index] {
-            case "--root": roots.append(try Fixtures.bytes(Fixtures.packageRoot.appendingPathComponent(try value())))
-            case "--pin-sha256": pins.append(try value())
-            case "--bundle-id": configuration.bundleId = try value()
-            case "--app-apple-id": configuration.appAppleId = Int64(try value())
-            case "--environment": configuration.environment = AppStoreEnvironment(rawValue: try value())
-            case "--kind": kind = PayloadKind(rawValue: try value())
-            case "--at":
-                let text = try value()
-                switch text {
-                case "signed": configuration.validationTime = .signedDate
-                case "now": configuration.validationTime = .now
-                default: configuration.validationTime = .fixed(try #require(Timestamp(rfc3339: text)))
-                }
-            default:
-                Issue.record("\(name): unsupported manifest argument \(arguments[index])")
-            }
-            index += 1
-        }
-        if !roots.isEmpty || !pins.isEmpty {
-            configuration.anchors = try TrustAnchors(rootCertificates: roots, pinnedSHA256: pins)
-        }
-        return (AppStoreVerifier(configuration, clock: Fixtures.fixedClock), kind)
+        try ManifestArguments(arguments, name: name).kind
     }
 }
