@@ -39,27 +39,53 @@ struct LineReader {
     ///
     /// - Throws: ``ReadError`` when the descriptor cannot be read.
     mutating func next() throws -> Line? {
-        var line: [UInt8] = []
+        let (line, length, terminated) = try readRecord(stoppingAtNewline: true)
+        if length == 0, !terminated { return nil }
+        return result(line, length: length)
+    }
+
+    /// The next byte, without consuming it, or `nil` at end of input.
+    ///
+    /// - Throws: ``ReadError`` when the descriptor cannot be read.
+    mutating func peek() throws -> UInt8? {
+        try ensureBuffered() ? buffer[start] : nil
+    }
+
+    /// Everything left, as one record (binary input: a DER receipt file), bounded like a line.
+    ///
+    /// - Throws: ``ReadError`` when the descriptor cannot be read.
+    mutating func rest() throws -> Line {
+        let (record, length, _) = try readRecord(stoppingAtNewline: false)
+        return result(record, length: length)
+    }
+
+    /// Reads up to the next newline (consumed, not kept) or to the end of input, keeping the
+    /// bytes while within the limit and only a prefix past it.
+    private mutating func readRecord(stoppingAtNewline: Bool) throws -> (bytes: [UInt8], length: Int, terminated: Bool) {
+        var record: [UInt8] = []
         var length = 0
-        while true {
-            if start == end {
-                if finished { break }
-                try fill()
-                if start == end { finished = true; break }
-            }
-            let chunk = buffer[start..<end]
-            if let newline = newlineIndex() {
+        while try ensureBuffered() {
+            if stoppingAtNewline, let newline = newlineIndex() {
                 length += newline - start
-                keep(buffer[start..<newline], into: &line, length: length)
+                keep(buffer[start..<newline], into: &record, length: length)
                 start = newline + 1
-                return result(line, length: length)
+                return (record, length, true)
             }
             length += end - start
-            keep(chunk, into: &line, length: length)
+            keep(buffer[start..<end], into: &record, length: length)
             start = end
         }
-        if length == 0 { return nil }
-        return result(line, length: length)
+        return (record, length, false)
+    }
+
+    /// Makes buffered bytes available, reading more when the buffer is empty; `false` at end of
+    /// input.
+    private mutating func ensureBuffered() throws -> Bool {
+        if start == end, !finished {
+            try fill()
+            if start == end { finished = true }
+        }
+        return start < end
     }
 
     /// Appends `chunk` while the record is within the limit; past it, keeps only the prefix.
@@ -75,36 +101,6 @@ struct LineReader {
 
     private func result(_ line: [UInt8], length: Int) -> Line {
         length <= maximumLength ? .bytes(line) : .tooLong(length: length, prefix: Array(line.prefix(Self.prefixLength)))
-    }
-
-    /// The next byte, without consuming it, or `nil` at end of input.
-    ///
-    /// - Throws: ``ReadError`` when the descriptor cannot be read.
-    mutating func peek() throws -> UInt8? {
-        if start == end, !finished {
-            try fill()
-            if start == end { finished = true }
-        }
-        return start < end ? buffer[start] : nil
-    }
-
-    /// Everything left, as one record (binary input: a DER receipt file), bounded like a line.
-    ///
-    /// - Throws: ``ReadError`` when the descriptor cannot be read.
-    mutating func rest() throws -> Line {
-        var record: [UInt8] = []
-        var length = 0
-        while true {
-            if start == end {
-                if finished { break }
-                try fill()
-                if start == end { finished = true; break }
-            }
-            length += end - start
-            keep(buffer[start..<end], into: &record, length: length)
-            start = end
-        }
-        return result(record, length: length)
     }
 
     /// The index of the next newline in the buffered bytes (`memchr`: this scan touches every
