@@ -48,4 +48,17 @@ struct ManifestVector: Sendable, CustomTestStringConvertible {
     func kind() throws -> PayloadKind? {
         try ManifestArguments(arguments, name: name).kind
     }
+
+    /// Runs the vector through the built `verify-receipt` and checks that it prints exactly one
+    /// record matching ``expected`` and exits with `exitStatus`; returns that record.
+    @discardableResult
+    func checkCommandLine(exitStatus: Int32, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        let result = try CLI.run(arguments + ["TestVectors/" + file])
+        let records = try result.records()
+        try #require(records.count == 1, "\(name): \(result.stdout) \(result.stderr)", sourceLocation: sourceLocation)
+        let differences = jsonSubsetDifferences(expected: expected, actual: records[0])
+        #expect(differences.isEmpty, "\(name): \(differences)", sourceLocation: sourceLocation)
+        #expect(result.status == exitStatus, "\(name): exit status \(result.status)", sourceLocation: sourceLocation)
+        return records[0]
+    }
 }
