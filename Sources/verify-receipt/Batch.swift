@@ -37,8 +37,8 @@ struct Input: Sendable {
 
 /// One input's rendered output and what the summary counts of it.
 struct Rendered: Sendable {
-    /// The output text, without its final newline.
-    let text: String
+    /// The output's UTF-8 bytes, without its final newline.
+    let bytes: [UInt8]
     let verified: Bool
     let errorCode: String?
     let kind: String?
@@ -52,23 +52,24 @@ struct Renderer: Sendable {
     let expectedEnvironment: AppStoreEnvironment?
 
     func render(_ outcome: VerificationOutcome, label: InputLabel) -> Rendered {
-        let text: String
+        var bytes: [UInt8] = []
         var verified = outcome.isVerified
         switch format {
         case .json:
-            text = outcome.json(label: label, pretty: pretty)
+            bytes.reserveCapacity(2048)
+            outcome.appendJSON(label: label, pretty: pretty, to: &bytes)
         case .csv:
-            text = String(outcome.csvRows(label: label).dropLast())
+            bytes = Array(outcome.csvRows(label: label).dropLast().utf8)
         case .verifyreceipt:
             verified = outcome.verifyReceiptStatus(expectedEnvironment: expectedEnvironment) == 0
-            text = outcome.verifyReceiptJSON(
-                expectedEnvironment: expectedEnvironment, requestDate: Timestamp(Date()), pretty: pretty, id: label)
+            bytes = Array(outcome.verifyReceiptJSON(
+                expectedEnvironment: expectedEnvironment, requestDate: Timestamp(Date()), pretty: pretty, id: label).utf8)
         }
         switch outcome {
         case .verified(let record):
-            return Rendered(text: text, verified: verified, errorCode: nil, kind: record.kind.rawValue, environment: record.environment)
+            return Rendered(bytes: bytes, verified: verified, errorCode: nil, kind: record.kind.rawValue, environment: record.environment)
         case .rejected(let error):
-            return Rendered(text: text, verified: false, errorCode: error.code.rawValue, kind: nil, environment: nil)
+            return Rendered(bytes: bytes, verified: false, errorCode: error.code.rawValue, kind: nil, environment: nil)
         }
     }
 }

@@ -93,10 +93,10 @@ struct VerifyReceipt: ParsableCommand {
         var tally = Tally()
         let reporter = ProgressReporter(mode: progress)
         if format == .csv {
-            output.write(VerificationOutcome.csvHeader(withIDs: withIDs).joined(separator: ","))
+            output.write(Array(VerificationOutcome.csvHeader(withIDs: withIDs).joined(separator: ",").utf8))
         }
         let deliver: (Rendered) -> Void = { rendered in
-            output.write(rendered.text)
+            output.write(rendered.bytes)
             tally.add(rendered)
             reporter.update(tally)
         }
@@ -244,8 +244,8 @@ struct InputSource {
 struct StandardOutput {
     private var buffer: [UInt8] = []
 
-    mutating func write(_ line: String) {
-        buffer.append(contentsOf: line.utf8)
+    mutating func write(_ line: [UInt8]) {
+        buffer.append(contentsOf: line)
         buffer.append(UInt8(ascii: "\n"))
         if buffer.count >= 1 << 16 { flush() }
     }

@@ -6,13 +6,15 @@ internal import CReceiptKitOpenSSL
 final class PublicKey: @unchecked Sendable {
     // @unchecked: the EVP_PKEY is only read, and OpenSSL locks its provider-side caches.
     private let pointer: OpaquePointer
+    /// Verification contexts for this key not in use by any thread (`EVP_PKEY_CTX`).
+    private let verificationContexts = ContextPool()
 
     init(owning pointer: OpaquePointer) {
         self.pointer = pointer
     }
 
     deinit {
-        EVP_PKEY_free(pointer)
+        EVP_PKEY_free(pointer)  // pooled contexts hold their own reference to the key
     }
 
     /// The curve name for an EC key (`prime256v1` for P-256), or `nil` for other key types.
@@ -36,27 +38,38 @@ final class PublicKey: @unchecked Sendable {
     /// The key's size in bits.
     var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }
 
-    /// Verifies a DER `Ecdsa-Sig-Value` over SHA-256 of `message`.
+    /// Verifies a DER `Ecdsa-Sig-Value` over a SHA-256 `digest` (ES256 once the signing input
+    /// is hashed; see ``SHA256Prefix``).
+    ///
+    /// The verification context is taken from a small pool: creating one and initializing it for
+    /// verification costs OpenSSL a provider lookup, a sizeable part of what is left per token
+    /// once the chain is cached. A context is reused only after a successful verification.
     ///
     /// - Returns: `true` when the signature verifies; `false` for any other outcome.
-    func verifyECDSASHA256(derSignature: [UInt8], message: UnsafeRawBufferPointer) -> Bool {
+    func verifyECDSA(derSignature: [UInt8], digest: [UInt8]) -> Bool {
         OpenSSLErrorQueue.clear()
-        // Hash with the one-shot SHA256 and verify the digest: this skips fetching the digest
-        // implementation by name and a digest context per call, the costs that matter when the
-        // chain is cached and one ECDSA verification is nearly all that is left.
-        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        _ = SHA256(message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count, &digest)
-        guard let context = EVP_PKEY_CTX_new(pointer, nil) else { return false }
-        defer { EVP_PKEY_CTX_free(context) }
-        guard EVP_PKEY_verify_init(context) == 1 else {
+        guard let context = verificationContexts.take() ?? newVerificationContext() else {
             _ = OpenSSLErrorQueue.drain()
             return false
         }
         let result = EVP_PKEY_verify(context, derSignature, derSignature.count, digest, digest.count)
-        if result != 1 {
+        guard result == 1 else {
             _ = OpenSSLErrorQueue.drain()
+            EVP_PKEY_CTX_free(context)
+            return false
         }
-        return result == 1
+        verificationContexts.give(context)
+        return true
+    }
+
+    /// A context for this key, initialized for verification.
+    private func newVerificationContext() -> OpaquePointer? {
+        guard let context = EVP_PKEY_CTX_new(pointer, nil) else { return nil }
+        guard EVP_PKEY_verify_init(context) == 1 else {
+            EVP_PKEY_CTX_free(context)
+            return nil
+        }
+        return context
     }
 
     /// Verifies an RSA PKCS #1 v1.5 signature over `message` hashed with `digest`
@@ -100,5 +113,32 @@ final class PublicKey: @unchecked Sendable {
             _ = OpenSSLErrorQueue.drain()
         }
         return result == 1
+    }
+}
+
+/// Key contexts (`EVP_PKEY_CTX`) that no thread is using, at most ``capacity`` of them.
+///
+/// A context is used by one thread at a time: ``take()`` removes it, ``give(_:)`` returns it
+/// (or frees it when the pool is full).
+private final class ContextPool: Sendable {
+    private let free = ReadWriteLocked<[OpaquePointer]>([])
+    /// Enough for one context per worker thread of a busy server.
+    private let capacity = 64
+
+    func take() -> OpaquePointer? {
+        free.write { $0.popLast() }
+    }
+
+    func give(_ context: OpaquePointer) {
+        let kept = free.write { contexts -> Bool in
+            guard contexts.count < capacity else { return false }
+            contexts.append(context)
+            return true
+        }
+        if !kept { EVP_PKEY_CTX_free(context) }
+    }
+
+    deinit {
+        free.write { contexts in contexts.forEach { EVP_PKEY_CTX_free($0) } }
     }
 }

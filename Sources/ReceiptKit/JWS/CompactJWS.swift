@@ -20,8 +20,10 @@ struct CompactJWS {
     let payload: [UInt8]
     /// The decoded signature.
     let signature: [UInt8]
-    /// `BASE64URL(header) "." BASE64URL(payload)`: the bytes the signature covers.
-    let signingInput: ArraySlice<UInt8>
+    /// `BASE64URL(header) "."`: how the signed bytes start.
+    let signingPrefix: ArraySlice<UInt8>
+    /// `BASE64URL(payload)`: how they end. The signature covers the two, joined.
+    let payloadSegment: ArraySlice<UInt8>
 
     /// Splits and decodes `token`.
     ///
@@ -48,9 +50,10 @@ struct CompactJWS {
             return bytes
         }
         headerSegment = token[..<first]
-        payload = try decode(token[(first + 1)..<second], "payload")
+        signingPrefix = token[...first]
+        payloadSegment = token[(first + 1)..<second]
+        payload = try decode(payloadSegment, "payload")
         signature = try decode(token[(second + 1)...], "signature")
-        signingInput = token[..<second]
     }
 
     /// The index of the first `.` at or after `start` (`memchr`: tokens are scanned whole).

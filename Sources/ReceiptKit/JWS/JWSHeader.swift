@@ -84,24 +84,33 @@ struct ES256Signature {
         }
         let r = raw[0..<32]
         let s = raw[32..<64]
-        for (name, scalar) in [("r", r), ("s", s)] {
-            guard scalar.contains(where: { $0 != 0 }) else {
-                throw ReceiptKitError(.invalidSignature, "signature \(name) is zero")
-            }
-            guard scalar.lexicographicallyPrecedes(Self.order) else {
-                throw ReceiptKitError(.invalidSignature, "signature \(name) is not less than the P-256 group order")
-            }
-        }
-        let body = Self.integer(r) + Self.integer(s)
-        der = [0x30, UInt8(body.count)] + body
+        try Self.checkScalar(r, "r")
+        try Self.checkScalar(s, "s")
+        var der: [UInt8] = [0x30, 0]
+        der.reserveCapacity(72)
+        Self.appendInteger(r, to: &der)
+        Self.appendInteger(s, to: &der)
+        der[1] = UInt8(der.count - 2)
+        self.der = der
     }
 
-    /// DER INTEGER of a positive big-endian magnitude: minimal, with a 0x00 byte if the high bit is set.
-    private static func integer(_ magnitude: ArraySlice<UInt8>) -> [UInt8] {
-        var bytes = Array(magnitude.drop(while: { $0 == 0 }))
-        if let first = bytes.first, first & 0x80 != 0 {
-            bytes.insert(0, at: 0)
+    /// A scalar must lie in [1, n − 1].
+    private static func checkScalar(_ scalar: ArraySlice<UInt8>, _ name: String) throws {
+        guard scalar.contains(where: { $0 != 0 }) else {
+            throw ReceiptKitError(.invalidSignature, "signature \(name) is zero")
         }
-        return [0x02, UInt8(bytes.count)] + bytes
+        guard scalar.lexicographicallyPrecedes(Self.order) else {
+            throw ReceiptKitError(.invalidSignature, "signature \(name) is not less than the P-256 group order")
+        }
+    }
+
+    /// Appends a DER INTEGER of the unsigned big-endian `magnitude` (non-zero, at most 32 bytes).
+    private static func appendInteger(_ magnitude: ArraySlice<UInt8>, to der: inout [UInt8]) {
+        let significant = magnitude.drop(while: { $0 == 0 })
+        let pad = significant.first.map { $0 & 0x80 != 0 } ?? false
+        der.append(0x02)
+        der.append(UInt8(significant.count + (pad ? 1 : 0)))
+        if pad { der.append(0) }
+        der.append(contentsOf: significant)
     }
 }

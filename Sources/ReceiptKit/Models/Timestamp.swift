@@ -68,35 +68,43 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             days -= 1
         }
         let (year, month, day) = CivilCalendar.date(fromDaysSince1970: days)
-        func digits(_ value: Int64, _ width: Int) {
-            var divisor: Int64 = 1
-            for _ in 1..<width { divisor *= 10 }
-            var rest = value
-            while divisor > 0 {
-                bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
-                rest %= divisor
-                divisor /= 10
+        // At most 27 bytes ("+yyyyyy-MM-ddTHH:mm:ss.SSSZ"), formatted on the stack, appended once.
+        var text: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &text) { buffer in
+            var count = 0
+            func put(_ byte: UInt8) {
+                buffer[count] = byte
+                count += 1
             }
+            func digits(_ value: Int64, _ width: Int) {
+                var rest = value
+                for position in stride(from: count + width - 1, through: count, by: -1) {
+                    buffer[position] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+                count += width
+            }
+            if year < 0 || year > 9999 {
+                put(year < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+                digits(abs(year), 6)
+            } else {
+                digits(year, 4)
+            }
+            put(UInt8(ascii: "-"))
+            digits(month, 2)
+            put(UInt8(ascii: "-"))
+            digits(day, 2)
+            put(UInt8(ascii: "T"))
+            digits(msOfDay / 3_600_000, 2)
+            put(UInt8(ascii: ":"))
+            digits(msOfDay / 60_000 % 60, 2)
+            put(UInt8(ascii: ":"))
+            digits(msOfDay / 1000 % 60, 2)
+            put(UInt8(ascii: "."))
+            digits(msOfDay % 1000, 3)
+            put(UInt8(ascii: "Z"))
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
-        if year < 0 || year > 9999 {
-            bytes.append(year < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
-            digits(abs(year), 6)
-        } else {
-            digits(year, 4)
-        }
-        bytes.append(UInt8(ascii: "-"))
-        digits(month, 2)
-        bytes.append(UInt8(ascii: "-"))
-        digits(day, 2)
-        bytes.append(UInt8(ascii: "T"))
-        digits(msOfDay / 3_600_000, 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(msOfDay / 60_000 % 60, 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(msOfDay / 1000 % 60, 2)
-        bytes.append(UInt8(ascii: "."))
-        digits(msOfDay % 1000, 3)
-        bytes.append(UInt8(ascii: "Z"))
     }
 
     public var description: String { iso8601 }
@@ -107,10 +115,14 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// - Parameter text: The timestamp text.
     /// - Returns: The instant, or `nil` when `text` is not such a timestamp.
     public init?(rfc3339 text: String) {
-        let bytes = Array(text.utf8)
-        var index = 0
+        self.init(rfc3339Bytes: Array(text.utf8)[...])
+    }
+
+    /// Parses RFC 3339 text given as UTF-8 bytes (see ``init(rfc3339:)``).
+    init?(rfc3339Bytes bytes: ArraySlice<UInt8>) {
+        var index = bytes.startIndex
         func number(_ width: Int) -> Int64? {
-            guard index + width <= bytes.count else { return nil }
+            guard index + width <= bytes.endIndex else { return nil }
             var value: Int64 = 0
             for byte in bytes[index..<index + width] {
                 guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
@@ -119,24 +131,29 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             index += width
             return value
         }
-        func expect(_ characters: String) -> Bool {
-            guard index < bytes.count, characters.utf8.contains(bytes[index]) else { return false }
+        func expect(_ accepts: (UInt8) -> Bool) -> Bool {
+            guard index < bytes.endIndex, accepts(bytes[index]) else { return false }
             index += 1
             return true
         }
-        guard let year = number(4), expect("-"), let month = number(2), expect("-"),
-            let day = number(2), expect("Tt "), let hour = number(2), expect(":"),
-            let minute = number(2), expect(":"), let second = number(2)
+        func isDash(_ byte: UInt8) -> Bool { byte == UInt8(ascii: "-") }
+        func isColon(_ byte: UInt8) -> Bool { byte == UInt8(ascii: ":") }
+        func isSeparator(_ byte: UInt8) -> Bool {
+            byte == UInt8(ascii: "T") || byte == UInt8(ascii: "t") || byte == UInt8(ascii: " ")
+        }
+        guard let year = number(4), expect(isDash), let month = number(2), expect(isDash),
+            let day = number(2), expect(isSeparator), let hour = number(2),
+            expect(isColon), let minute = number(2), expect(isColon), let second = number(2)
         else { return nil }
         guard (1...12).contains(month), day >= 1, day <= CivilCalendar.daysIn(month: month, year: year),
             hour < 24, minute < 60, second < 60
         else { return nil }
         var milliseconds: Int64 = 0
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: ".") {
             index += 1
             var scale: Int64 = 100
             let start = index
-            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+            while index < bytes.endIndex, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
                 milliseconds += Int64(bytes[index] - UInt8(ascii: "0")) * scale
                 scale /= 10
                 index += 1
@@ -144,7 +161,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             guard index > start, index - start <= 9 else { return nil }
         }
         var offsetMinutes: Int64 = 0
-        guard index < bytes.count else { return nil }
+        guard index < bytes.endIndex else { return nil }
         switch bytes[index] {
         case UInt8(ascii: "Z"), UInt8(ascii: "z"):
             index += 1
@@ -152,7 +169,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             let sign: Int64 = bytes[index] == UInt8(ascii: "+") ? 1 : -1
             index += 1
             guard let offsetHours = number(2) else { return nil }
-            _ = expect(":")
+            _ = expect(isColon)
             guard let offsetMinutesPart = number(2), offsetHours < 24, offsetMinutesPart < 60 else {
                 return nil
             }
@@ -160,7 +177,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         default:
             return nil
         }
-        guard index == bytes.count else { return nil }
+        guard index == bytes.endIndex else { return nil }
         let days = CivilCalendar.daysSince1970(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetMinutes * 60
         self.millisecondsSince1970 = seconds * 1000 + milliseconds

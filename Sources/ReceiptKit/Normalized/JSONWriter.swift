@@ -1,18 +1,36 @@
 /// Writes JSON text with members in the order they are written: ReceiptKit's output is
 /// deterministic byte for byte, whatever the platform's dictionary order.
+///
+/// Output is appended to a byte buffer as it is written: batches render one record per input,
+/// so the writer avoids intermediate strings.
 struct JSONWriter {
-    private(set) var bytes: [UInt8] = []
+    fileprivate(set) var bytes: [UInt8]
     private let pretty: Bool
     private var depth = 0
-    /// Whether the current container still has no element.
-    private var empty = [true]
+    /// Bit `d` is set while the container at depth `d` still has no element. ReceiptKit's own
+    /// schema nests a handful of levels, far below the 64 this can hold.
+    private var emptyContainers: UInt64 = 1
 
     init(pretty: Bool = false) {
+        self.init(appendingTo: [], pretty: pretty)
+        bytes.reserveCapacity(2048)
+    }
+
+    /// A writer that appends to `buffer`'s bytes.
+    init(appendingTo buffer: [UInt8], pretty: Bool) {
+        self.bytes = buffer
         self.pretty = pretty
-        bytes.reserveCapacity(1024)
     }
 
     var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Appends to `buffer` what `body` writes, reusing `buffer`'s storage.
+    static func append(to buffer: inout [UInt8], pretty: Bool, _ body: (inout JSONWriter) -> Void) {
+        var writer = JSONWriter(appendingTo: buffer, pretty: pretty)
+        buffer = []  // the writer now holds the only reference, so it appends in place
+        body(&writer)
+        buffer = writer.bytes
+    }
 
     private mutating func newline() {
         guard pretty else { return }
@@ -21,45 +39,55 @@ struct JSONWriter {
     }
 
     private mutating func separate() {
-        if empty[empty.count - 1] {
-            empty[empty.count - 1] = false
+        let bit: UInt64 = 1 << UInt64(depth)
+        if emptyContainers & bit != 0 {
+            emptyContainers &= ~bit
         } else {
             bytes.append(UInt8(ascii: ","))
         }
         newline()
     }
 
-    private mutating func open(_ bracket: Character) {
-        bytes.append(UInt8(ascii: bracket.unicodeScalars.first ?? "{"))
+    private mutating func open(_ bracket: UInt8) {
+        bytes.append(bracket)
         depth += 1
-        empty.append(true)
+        precondition(depth < 64, "JSONWriter nests at most 63 containers")
+        emptyContainers |= 1 << UInt64(depth)
     }
 
-    private mutating func close(_ bracket: Character) {
+    private mutating func close(_ bracket: UInt8) {
+        let bit: UInt64 = 1 << UInt64(depth)
+        let wasEmpty = emptyContainers & bit != 0
+        emptyContainers &= ~bit
         depth -= 1
-        if empty.removeLast() == false {
+        if !wasEmpty {
             newline()
         }
-        bytes.append(UInt8(ascii: bracket.unicodeScalars.first ?? "}"))
+        bytes.append(bracket)
     }
 
     /// Writes an object whose members `body` writes with the `member` methods.
     mutating func object(_ body: (inout JSONWriter) -> Void) {
-        open("{")
+        open(UInt8(ascii: "{"))
         body(&self)
-        close("}")
+        close(UInt8(ascii: "}"))
     }
 
     /// Writes an array whose elements `body` writes with the `element` methods.
     mutating func array(_ body: (inout JSONWriter) -> Void) {
-        open("[")
+        open(UInt8(ascii: "["))
         body(&self)
-        close("]")
+        close(UInt8(ascii: "]"))
     }
 
+    /// Writes a member name. Names are ReceiptKit's own identifiers, which need no escaping.
     private mutating func key(_ name: String) {
         separate()
-        writeString(name)
+        assert(name.utf8.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x7F })
+        bytes.append(UInt8(ascii: "\""))
+        var name = name
+        name.withUTF8 { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
         if pretty { bytes.append(UInt8(ascii: " ")) }
     }
@@ -73,7 +101,7 @@ struct JSONWriter {
 
     mutating func member(_ name: String, _ value: Int64?) {
         key(name)
-        if let value { bytes.append(contentsOf: String(value).utf8) } else { writeNull() }
+        if let value { writeInteger(value) } else { writeNull() }
     }
 
     mutating func member(_ name: String, _ value: Int32?) {
@@ -136,31 +164,60 @@ struct JSONWriter {
         bytes.append(contentsOf: "null".utf8)
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
+    private static let hexDigits: StaticString = "0123456789abcdef"
+
+    /// Writes `value` in decimal without an intermediate string.
+    private mutating func writeInteger(_ value: Int64) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for all 20 digits
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
+        }
+    }
+
+    /// Whether `byte` must be escaped in a JSON string (RFC 8259 §7; DEL too, for terminals).
+    @inline(__always)
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0x7F
+    }
 
     private mutating func writeString(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
         var value = value
         value.withUTF8 { utf8 in
-            // Copy runs of bytes that need no escaping in one go.
+            // Copy runs of bytes that need no escaping in one go; most strings are one run.
             var runStart = 0
-            for index in 0..<utf8.count {
+            var index = 0
+            while index < utf8.count {
                 let byte = utf8[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0x7F else {
+                guard Self.needsEscape(byte) else {
+                    index += 1
                     continue
                 }
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
-                runStart = index + 1
+                index += 1
+                runStart = index
+                bytes.append(UInt8(ascii: "\\"))
                 switch byte {
-                case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-                case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-                case UInt8(ascii: "\n"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-                case UInt8(ascii: "\r"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-                case UInt8(ascii: "\t"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
+                case UInt8(ascii: "\n"): bytes.append(UInt8(ascii: "n"))
+                case UInt8(ascii: "\r"): bytes.append(UInt8(ascii: "r"))
+                case UInt8(ascii: "\t"): bytes.append(UInt8(ascii: "t"))
                 default:
-                    bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                    bytes.append(Self.hexDigits[Int(byte >> 4)])
-                    bytes.append(Self.hexDigits[Int(byte & 0x0F)])
+                    bytes.append(UInt8(ascii: "u"))
+                    bytes.append(UInt8(ascii: "0"))
+                    bytes.append(UInt8(ascii: "0"))
+                    Self.hexDigits.withUTF8Buffer { digits in
+                        bytes.append(digits[Int(byte >> 4)])
+                        bytes.append(digits[Int(byte & 0x0F)])
+                    }
                 }
             }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))

@@ -194,22 +194,36 @@ public enum VerificationOutcome: Sendable {
     ///   - label: What identifies the input.
     ///   - pretty: Whether to indent.
     public func json(label: InputLabel, pretty: Bool = false) -> String {
-        switch self {
-        case .verified(let record):
-            return record.json(label: label, pretty: pretty)
-        case .rejected(let error):
-            var writer = JSONWriter(pretty: pretty)
-            writer.object { json in
-                label.write(to: &json)
-                json.member("status", "rejected")
-                json.member("error") { json in
-                    json.object { json in
-                        json.member("code", error.code.rawValue)
-                        json.member("message", error.message)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(2048)
+        appendJSON(label: label, pretty: pretty, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the bytes of ``json(label:pretty:)`` to `buffer`, without a final newline and
+    /// without building a string: the form to use when writing many records.
+    ///
+    /// - Parameters:
+    ///   - label: What identifies the input.
+    ///   - pretty: Whether to indent.
+    ///   - buffer: The bytes to append to.
+    public func appendJSON(label: InputLabel, pretty: Bool = false, to buffer: inout [UInt8]) {
+        JSONWriter.append(to: &buffer, pretty: pretty) { json in
+            switch self {
+            case .verified(let record):
+                record.write(label: label, to: &json)
+            case .rejected(let error):
+                json.object { json in
+                    label.write(to: &json)
+                    json.member("status", "rejected")
+                    json.member("error") { json in
+                        json.object { json in
+                            json.member("code", error.code.rawValue)
+                            json.member("message", error.message)
+                        }
                     }
                 }
             }
-            return writer.text
         }
     }
 }

@@ -51,8 +51,11 @@ struct DERReader {
         }
     }
 
-    private let bytes: [UInt8]
-    /// The offset of the next element.
+    /// The encoding, indexed from ``origin``: readers share their parent's storage.
+    private let bytes: ArraySlice<UInt8>
+    /// The index of the encoding's first byte; error reasons count bytes from it.
+    private let origin: Int
+    /// The index of the next element.
     private(set) var position: Int
     /// The offset the contents may not reach: the element's end (definite length), or its parent's
     /// bound (indefinite length).
@@ -69,11 +72,20 @@ struct DERReader {
     ///   - bytes: The encoding.
     ///   - name: What the bytes are, for error reasons.
     init(_ bytes: [UInt8], name: String) {
-        self.init(bytes: bytes, position: 0, bound: bytes.count, isIndefinite: false, depth: 0, name: name)
+        self.init(bytes[...], name: name)
     }
 
-    private init(bytes: [UInt8], position: Int, bound: Int, isIndefinite: Bool, depth: Int, name: String) {
+    /// A reader over all of `bytes`, without copying them.
+    init(_ bytes: ArraySlice<UInt8>, name: String) {
+        self.init(bytes: bytes, origin: bytes.startIndex, position: bytes.startIndex, bound: bytes.endIndex,
+                  isIndefinite: false, depth: 0, name: name)
+    }
+
+    private init(
+        bytes: ArraySlice<UInt8>, origin: Int, position: Int, bound: Int, isIndefinite: Bool, depth: Int, name: String
+    ) {
         self.bytes = bytes
+        self.origin = origin
         self.position = position
         self.bound = bound
         self.isIndefinite = isIndefinite
@@ -96,7 +108,7 @@ struct DERReader {
     }
 
     private func error(_ what: String, _ problem: String) -> ReceiptKitError {
-        ReceiptKitError(.malformedReceipt, "\(what): \(problem) (at byte \(position))")
+        ReceiptKitError(.malformedReceipt, "\(what): \(problem) (at byte \(position - origin))")
     }
 
     /// One element's header.
@@ -195,13 +207,13 @@ struct DERReader {
             throw error(what, "nested deeper than \(Self.maximumDepth) levels")
         }
         guard let length = header.length else {
-            return DERReader(bytes: bytes, position: header.contentStart, bound: bound, isIndefinite: true,
+            return DERReader(bytes: bytes, origin: origin, position: header.contentStart, bound: bound, isIndefinite: true,
                              depth: depth + 1, name: what)
         }
         guard !indefinite else {
             throw error(what, "must have an indefinite length, as Xcode writes it")
         }
-        return DERReader(bytes: bytes, position: header.contentStart, bound: header.contentStart + length,
+        return DERReader(bytes: bytes, origin: origin, position: header.contentStart, bound: header.contentStart + length,
                          isIndefinite: false, depth: depth + 1, name: what)
     }
 

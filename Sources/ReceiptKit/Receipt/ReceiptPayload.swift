@@ -11,19 +11,19 @@ enum ReceiptPayload {
     static let maximumPurchases = 100_000
 
     /// The app attributes ReceiptKit decodes, with their names for error reasons.
-    private static let appAttributeNames: [Int64: String] = [
-        0: "receipt type", 1: "app item id", 2: "bundle id", 3: "app version", 4: "opaque value",
-        5: "SHA-1 hash", 12: "creation date", 15: "download id", 16: "version external identifier",
-        18: "original purchase date", 19: "original app version", 21: "expiration date",
-    ]
+    private static let appAttributes = DocumentedAttributes([
+        (0, "receipt type"), (1, "app item id"), (2, "bundle id"), (3, "app version"), (4, "opaque value"),
+        (5, "SHA-1 hash"), (12, "creation date"), (15, "download id"), (16, "version external identifier"),
+        (18, "original purchase date"), (19, "original app version"), (21, "expiration date"),
+    ])
 
     /// The in-app purchase attributes ReceiptKit decodes, with their names for error reasons.
-    private static let purchaseAttributeNames: [Int64: String] = [
-        1701: "quantity", 1702: "product id", 1703: "transaction id", 1704: "purchase date",
-        1705: "original transaction id", 1706: "original purchase date", 1707: "product type",
-        1708: "subscription expiration date", 1711: "web order line item id", 1712: "cancellation date",
-        1713: "trial period", 1719: "introductory offer period", 1721: "promotional offer id",
-    ]
+    private static let purchaseAttributes = DocumentedAttributes([
+        (1701, "quantity"), (1702, "product id"), (1703, "transaction id"), (1704, "purchase date"),
+        (1705, "original transaction id"), (1706, "original purchase date"), (1707, "product type"),
+        (1708, "subscription expiration date"), (1711, "web order line item id"), (1712, "cancellation date"),
+        (1713, "trial period"), (1719, "introductory offer period"), (1721, "promotional offer id"),
+    ])
 
     /// Decodes a payload.
     ///
@@ -37,20 +37,20 @@ enum ReceiptPayload {
     /// - Throws: ``ReceiptKitError/Code/malformedReceipt`` naming the attribute, or
     ///   ``ReceiptKitError/Code/inputTooLarge`` beyond the count limits.
     static func decode(_ payload: [UInt8]) throws -> AppReceipt {
-        var values = Attributes(owner: "receipt", names: appAttributeNames)
+        var values = Attributes(purchaseIndex: nil, documented: appAttributes)
         var purchases: [InAppPurchase] = []
-        try readSet(payload, what: "receipt payload") { attribute in
-            if attribute.type == 17 {
+        try readSet(payload[...], what: "receipt payload") { type, version, value in
+            if type == 17 {
                 guard purchases.count < maximumPurchases else {
                     throw ReceiptKitError(.inputTooLarge, "the receipt holds more than \(maximumPurchases) in-app purchases")
                 }
-                purchases.append(try decodePurchase(attribute.value, index: purchases.count))
+                purchases.append(try decodePurchase(value, index: purchases.count))
             } else {
-                try values.add(attribute)
+                try values.add(type: type, version: version, value: value)
             }
         }
         let bundleIdEncoding = try values.required(2)
-        _ = try values.required(3)
+        try values.requirePresent(3)
         return AppReceipt(
             rawReceiptType: try values.utf8String(0),
             appItemId: try values.integer(1),
@@ -75,13 +75,13 @@ enum ReceiptPayload {
     ///
     /// UTF8String: 1702, 1703, 1705, 1721; IA5String dates: 1704, 1706, 1708, 1712; INTEGER: 1701,
     /// 1707, 1711, 1713, 1719.
-    private static func decodePurchase(_ value: [UInt8], index: Int) throws -> InAppPurchase {
-        var values = Attributes(owner: "in-app purchase \(index)", names: purchaseAttributeNames)
-        try readSet(value, what: "in-app purchase \(index)") { attribute in
-            try values.add(attribute)
+    private static func decodePurchase(_ value: ArraySlice<UInt8>, index: Int) throws -> InAppPurchase {
+        var values = Attributes(purchaseIndex: index, documented: purchaseAttributes)
+        try readSet(value, what: "in-app purchase \(index)") { type, version, value in
+            try values.add(type: type, version: version, value: value)
         }
-        _ = try values.required(1702)
-        _ = try values.required(1703)
+        try values.requirePresent(1702)
+        try values.requirePresent(1703)
         let promotionalOfferId = try values.utf8String(1721)
         return InAppPurchase(
             quantity: try values.integer(1701),
@@ -100,14 +100,16 @@ enum ReceiptPayload {
             otherAttributes: values.others)
     }
 
-    /// Reads a SET OF ReceiptAttribute that spans all of `bytes`, calling `body` for each.
+    /// Reads a SET OF ReceiptAttribute that spans all of `bytes`, calling `body` with each one's
+    /// type, version and value (a slice of `bytes`: nothing is copied until it is kept).
     ///
     ///     ReceiptAttribute ::= SEQUENCE {
     ///       type    INTEGER,
     ///       version INTEGER,
     ///       value   OCTET STRING }
     private static func readSet(
-        _ bytes: [UInt8], what: String, _ body: (ReceiptAttribute) throws -> Void
+        _ bytes: ArraySlice<UInt8>, what: String,
+        _ body: (_ type: Int64, _ version: Int64, _ value: ArraySlice<UInt8>) throws -> Void
     ) throws {
         var top = DERReader(bytes, name: what)
         var set = try top.enter(DERReader.Tag.set, what)
@@ -118,62 +120,95 @@ enum ReceiptPayload {
             }
             // Error reasons are built only on failure: naming every attribute up front cost more
             // than decoding it.
-            let attribute: ReceiptAttribute
+            let type: Int64
+            let version: Int64
+            let value: ArraySlice<UInt8>
             do {
                 var sequence = try set.enter(DERReader.Tag.sequence, "ReceiptAttribute")
-                let type = try DERReader.integer(try sequence.readPrimitive(DERReader.Tag.integer, "type"), "type")
-                let version = try DERReader.integer(try sequence.readPrimitive(DERReader.Tag.integer, "version"), "version")
-                let value = try sequence.readPrimitive(DERReader.Tag.octetString, "value")
+                type = try DERReader.integer(try sequence.readPrimitive(DERReader.Tag.integer, "type"), "type")
+                version = try DERReader.integer(try sequence.readPrimitive(DERReader.Tag.integer, "version"), "version")
+                value = try sequence.readPrimitive(DERReader.Tag.octetString, "value")
                 try set.leave(sequence)
-                attribute = ReceiptAttribute(type: type, version: version, value: Array(value))
             } catch let error as ReceiptKitError {
                 throw ReceiptKitError(error.code, "\(what), attribute \(count) \(error.reason)", underlyingError: error.underlyingError)
             }
-            try body(attribute)
+            try body(type, version, value)
             count += 1
         }
         try top.leave(set)
         try top.finish()
     }
 
+    /// The attribute types of one kind of set that ReceiptKit decodes, with their names.
+    private struct DocumentedAttributes: Sendable {
+        let types: [Int64]
+        let names: [String]
+
+        init(_ attributes: [(Int64, String)]) {
+            types = attributes.map(\.0)
+            names = attributes.map(\.1)
+        }
+
+        /// The position of `type` in the list (a dozen entries: a scan beats hashing).
+        func index(of type: Int64) -> Int? {
+            types.firstIndex(of: type)
+        }
+    }
+
     /// The attributes of one set, by type: documented ones decoded on demand, the others kept.
     private struct Attributes {
-        let owner: String
-        let names: [Int64: String]
-        private var known: [Int64: [UInt8]] = [:]
+        /// `nil` for the receipt's own set, else the in-app purchase's position.
+        let purchaseIndex: Int?
+        let documented: DocumentedAttributes
+        /// The value of each documented attribute, by its position in `documented`.
+        private var known: [ArraySlice<UInt8>?]
         private(set) var others: [ReceiptAttribute] = []
 
-        init(owner: String, names: [Int64: String]) {
-            self.owner = owner
-            self.names = names
+        init(purchaseIndex: Int?, documented: DocumentedAttributes) {
+            self.purchaseIndex = purchaseIndex
+            self.documented = documented
+            self.known = Array(repeating: nil, count: documented.types.count)
         }
 
         private func name(_ type: Int64) -> String {
-            "\(owner) attribute \(type) (\(names[type] ?? "undocumented"))"
+            let owner = purchaseIndex.map { "in-app purchase \($0)" } ?? "receipt"
+            let name = documented.index(of: type).map { documented.names[$0] } ?? "undocumented"
+            return "\(owner) attribute \(type) (\(name))"
         }
 
-        mutating func add(_ attribute: ReceiptAttribute) throws {
-            guard names[attribute.type] != nil else {
-                others.append(attribute)
+        mutating func add(type: Int64, version: Int64, value: ArraySlice<UInt8>) throws {
+            guard let index = documented.index(of: type) else {
+                others.append(ReceiptAttribute(type: type, version: version, value: Array(value)))
                 return
             }
-            guard known[attribute.type] == nil else {
-                throw ReceiptKitError(.malformedReceipt, "\(name(attribute.type)) appears more than once")
+            guard known[index] == nil else {
+                throw ReceiptKitError(.malformedReceipt, "\(name(type)) appears more than once")
             }
-            known[attribute.type] = attribute.value
+            known[index] = value
+        }
+
+        private func value(_ type: Int64) -> ArraySlice<UInt8>? {
+            documented.index(of: type).flatMap { known[$0] }
+        }
+
+        /// Throws unless the attribute is present.
+        func requirePresent(_ type: Int64) throws {
+            guard value(type) != nil else {
+                throw ReceiptKitError(.malformedReceipt, "\(name(type)) is missing")
+            }
         }
 
         /// The raw value of a required attribute.
         func required(_ type: Int64) throws -> [UInt8] {
-            guard let value = known[type] else {
+            guard let value = value(type) else {
                 throw ReceiptKitError(.malformedReceipt, "\(name(type)) is missing")
             }
-            return value
+            return Array(value)
         }
 
         /// The single DER element a value holds, with identifier `tag`.
         private func contents(_ type: Int64, _ tag: UInt8) throws -> ArraySlice<UInt8>? {
-            guard let value = known[type] else { return nil }
+            guard let value = value(type) else { return nil }
             do {
                 var reader = DERReader(value, name: "value")
                 let contents = try reader.readPrimitive(tag, "value")
@@ -209,8 +244,8 @@ enum ReceiptPayload {
             guard contents.allSatisfy({ $0 < 0x80 }) else {
                 throw ReceiptKitError(.malformedReceipt, "\(name(type)) is not an IA5String")
             }
-            let text = String(decoding: contents, as: UTF8.self)
-            guard let date = Timestamp(rfc3339: text) else {
+            guard let date = Timestamp(rfc3339Bytes: contents) else {
+                let text = String(decoding: contents, as: UTF8.self)
                 throw ReceiptKitError(.malformedReceipt, "\(name(type)) \"\(text)\" is not an RFC 3339 date")
             }
             return date
@@ -218,7 +253,7 @@ enum ReceiptPayload {
 
         /// A date that must be present and non-empty.
         func requiredDate(_ type: Int64) throws -> Timestamp {
-            _ = try required(type)
+            try requirePresent(type)
             guard let date = try date(type) else {
                 throw ReceiptKitError(.malformedReceipt, "\(name(type)) is empty")
             }

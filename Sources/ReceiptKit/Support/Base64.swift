@@ -144,15 +144,22 @@ enum Base64 {
     /// a base64 receipt from other inputs before anything is decoded. A JWS fails it at its first
     /// `.`, found with `memchr` before the alphabet scan.
     static func isStandardAlphabet(_ text: ArraySlice<UInt8>) -> Bool {
-        text.withUnsafeBufferPointer { text in
-            guard let start = text.baseAddress else { return true }
-            if memchr(start, Int32(UInt8(ascii: ".")), text.count) != nil { return false }
-            return standardTable.withUnsafeBufferPointer { table in
+        if containsDot(text) { return false }
+        return text.withUnsafeBufferPointer { text in
+            standardTable.withUnsafeBufferPointer { table in
                 for byte in text where byte != UInt8(ascii: "=") && table[Int(byte)] & 0xC0 != 0 {
                     return false
                 }
                 return true
             }
+        }
+    }
+
+    /// Whether `text` contains a `.`, which no base64 alphabet has and every JWS does (`memchr`).
+    static func containsDot(_ text: ArraySlice<UInt8>) -> Bool {
+        text.withUnsafeBufferPointer { text in
+            guard let start = text.baseAddress else { return false }
+            return memchr(start, Int32(UInt8(ascii: ".")), text.count) != nil
         }
     }
 

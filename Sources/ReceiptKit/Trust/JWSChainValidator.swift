@@ -28,18 +28,19 @@ struct JWSChainValidator: Sendable {
     /// Validates `chain` (DER, leaf first) at `time`, reusing a chain this validator already
     /// validated when `time` falls inside its validity window.
     ///
+    /// - Returns: The validated chain, and the window in which it stays valid (`nil` when the
+    ///   certificates' dates cannot be read, which makes the chain uncacheable).
     /// - Throws: ``ReceiptKitError`` naming the failed rule and certificate.
-    func validate(_ chain: [[UInt8]], at time: Timestamp) throws -> ValidatedChain {
-        let second = Timestamp(millisecondsSince1970: time.secondsSince1970 * 1000)
+    func validate(_ chain: [[UInt8]], at time: Timestamp) throws -> (chain: ValidatedChain, window: ClosedRange<Timestamp>?) {
         let key = ChainKey(chain)
-        if let cached = cache.value(for: key), cached.window.contains(second) {
-            return cached.chain
+        if let cached = cache.value(for: key), cached.covers(time) {
+            return (cached.chain, cached.window)
         }
         let (validated, window) = try validateUncached(chain, at: time)
         if let window {
             cache.insert(CachedChain(chain: validated, window: window), for: key)
         }
-        return validated
+        return (validated, window)
     }
 
     /// The validity window of a path: from the latest notBefore to the earliest notAfter.

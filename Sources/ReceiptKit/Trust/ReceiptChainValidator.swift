@@ -41,8 +41,7 @@ struct ReceiptChainValidator: Sendable {
     /// - Throws: ``ReceiptKitError`` naming the failed rule and certificate.
     func validate(_ certificates: [[UInt8]], signerIndex: Int, at time: Timestamp) throws -> ValidatedChain {
         let key = ReceiptChainKey(certificates: ChainKey(certificates), signerIndex: signerIndex)
-        let second = Timestamp(millisecondsSince1970: time.secondsSince1970 * 1000)
-        if let cached = cache.value(for: key), cached.window.contains(second) {
+        if let cached = cache.value(for: key), cached.covers(time) {
             return cached.chain
         }
         let (validated, path) = try validateUncached(certificates, signerIndex: signerIndex, at: time)

@@ -52,7 +52,7 @@ extension AppStoreVerifier {
     /// - Returns: The verified receipt.
     /// - Throws: ``ReceiptKitError``; `malformed_receipt` when the text is not canonical base64.
     public func verifyReceipt(base64: String) throws -> Verified<AppReceipt> {
-        try verifyReceipt(base64Bytes: Array(base64.utf8))
+        try verifyReceipt(base64Bytes: Array(base64.utf8)[...])
     }
 
     /// The largest base64 text a receipt of the configured maximum size encodes to.
@@ -61,13 +61,13 @@ extension AppStoreVerifier {
         return limit / 3 * 4 + (limit % 3 == 0 ? 0 : 4)
     }
 
-    func verifyReceipt(base64Bytes text: some RandomAccessCollection<UInt8>) throws -> Verified<AppReceipt> {
+    func verifyReceipt(base64Bytes text: ArraySlice<UInt8>) throws -> Verified<AppReceipt> {
         guard text.count <= maximumReceiptBase64Size else {
             throw ReceiptKitError(
                 .inputTooLarge,
                 "receipt base64 is \(text.count) characters; the limit is \(configuration.maximumReceiptSize) bytes (\(maximumReceiptBase64Size) characters of base64)")
         }
-        guard let bytes = Base64.decode(Array(text), alphabet: .standardPadded) else {
+        guard let bytes = Base64.decode(text, alphabet: .standardPadded) else {
             throw ReceiptKitError(.malformedReceipt, "the receipt is not canonical standard base64 with padding")
         }
         return try verifyReceipt(bytes)

@@ -76,9 +76,9 @@ public struct AppStoreVerifier: Sendable {
     public let configuration: Configuration
     let clock: @Sendable () -> Date
     private let chainValidator: JWSChainValidator
-    /// Headers already validated, keyed by their base64url segment: tokens signed by one leaf
+    /// Headers already validated, found by their base64url segment: tokens signed by one leaf
     /// carry byte-identical headers, whose decoding costs more than the payload's.
-    private let headerCache: BoundedCache<ByteKey, JWSHeader>
+    private let headerCache: HeaderCache
     /// Legacy receipt chains already validated (see ``ReceiptChainValidator``).
     let receiptChainCache: BoundedCache<ReceiptChainKey, CachedChain>
 
@@ -92,7 +92,7 @@ public struct AppStoreVerifier: Sendable {
         self.configuration = configuration
         self.clock = clock
         self.chainValidator = JWSChainValidator(anchors: configuration.anchors, cacheCapacity: configuration.cacheCapacity)
-        self.headerCache = BoundedCache(capacity: configuration.cacheCapacity)
+        self.headerCache = HeaderCache(capacity: configuration.cacheCapacity)
         self.receiptChainCache = BoundedCache(capacity: configuration.cacheCapacity)
     }
 
@@ -246,30 +246,41 @@ public struct AppStoreVerifier: Sendable {
                     environment: configuration.environment)
     }
 
-    /// Splits and decodes a token: size, segments, header, payload JSON.
+    /// Splits and decodes a token: size, segments, header (unless already validated), payload JSON.
     private func decode(_ token: [UInt8]) throws -> DecodedJWS {
         let jws = try CompactJWS(token, maximumSize: configuration.maximumJWSSize)
-        let headerKey = ByteKey(jws.headerSegment)
-        let header: JWSHeader
-        if let cached = headerCache.value(for: headerKey) {
-            header = cached
-        } else {
-            header = try JWSHeader(jws.decodedHeader())
-            headerCache.insert(header, for: headerKey)
-        }
+        let validated = headerCache.value(for: jws.headerSegment)
+        let header = try validated?.header ?? JWSHeader(jws.decodedHeader())
         let payload = try JSONDocument(parsingObject: jws.payload, code: .malformedPayload, what: "JWS payload")
-        return DecodedJWS(jws: jws, header: header, payload: payload)
+        return DecodedJWS(jws: jws, header: header, validatedHeader: validated, payload: payload)
     }
 
     /// Validates the chain at the validation time and verifies the signature under its leaf.
+    ///
+    /// A header validated before is reused while the validation time falls inside its chain's
+    /// window; outside it, the chain is validated again from scratch, which reports the failure.
     private func authenticate<Payload>(_ decoded: DecodedJWS, _ payload: Payload, date: Timestamp?) throws -> Verified<Payload> {
         let time = configuration.validationTime.resolve(payloadDate: date, clock: clock)
-        let chain = try chainValidator.validate(decoded.header.certificateChain, at: time)
-        let signature = try ES256Signature(raw: decoded.jws.signature)
-        let valid = decoded.jws.signingInput.withUnsafeBytes { input in
-            chain.leafKey.verifyECDSASHA256(derSignature: signature.der, message: input)
+        let chain: ValidatedChain
+        let signingPrefix: SHA256Prefix?
+        if let validated = decoded.validatedHeader, validated.chain.covers(time) {
+            chain = validated.chain.chain
+            signingPrefix = validated.signingPrefix
+        } else {
+            let (validatedChain, window) = try chainValidator.validate(decoded.header.certificateChain, at: time)
+            chain = validatedChain
+            signingPrefix = decoded.jws.signingPrefix.withUnsafeBytes(SHA256Prefix.init)
+            if let window, let signingPrefix {
+                headerCache.insert(ValidatedHeader(
+                    segment: Array(decoded.jws.headerSegment), header: decoded.header,
+                    chain: CachedChain(chain: chain, window: window), signingPrefix: signingPrefix))
+            }
         }
-        guard valid else {
+        let signature = try ES256Signature(raw: decoded.jws.signature)
+        guard let digest = decoded.jws.payloadSegment.withUnsafeBytes({ signingPrefix?.digest(appending: $0) }) else {
+            throw ReceiptKitError(.invalidSignature, "the signing input could not be hashed (OpenSSL failed)")
+        }
+        guard chain.leafKey.verifyECDSA(derSignature: signature.der, digest: digest) else {
             throw ReceiptKitError(.invalidSignature, "the ES256 signature does not verify under the leaf x5c[0] key")
         }
         return Verified(payload: payload, chain: chain.summary, validatedAt: time)
@@ -280,6 +291,8 @@ public struct AppStoreVerifier: Sendable {
 struct DecodedJWS {
     let jws: CompactJWS
     let header: JWSHeader
+    /// The cache's entry when this header was validated before.
+    let validatedHeader: ValidatedHeader?
     let payload: JSONDocument
 
     /// Decodes the payload model; type errors are `malformed_payload`.
