@@ -115,11 +115,11 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// - Parameter text: The timestamp text.
     /// - Returns: The instant, or `nil` when `text` is not such a timestamp.
     public init?(rfc3339 text: String) {
-        self.init(rfc3339Bytes: Array(text.utf8)[...])
+        self.init(rfc3339Bytes: Array(text.utf8))
     }
 
     /// Parses RFC 3339 text given as UTF-8 bytes (see ``init(rfc3339:)``).
-    init?(rfc3339Bytes bytes: ArraySlice<UInt8>) {
+    init?<Bytes: RandomAccessCollection<UInt8>>(rfc3339Bytes bytes: Bytes) where Bytes.Index == Int {
         var index = bytes.startIndex
         func number(_ width: Int) -> Int64? {
             guard index + width <= bytes.endIndex else { return nil }

@@ -1,4 +1,9 @@
-/// A strict reader of ASN.1 DER, and of the one BER form Xcode writes, over a byte array.
+/// A strict reader of ASN.1 DER, and of the one BER form Xcode writes, over borrowed bytes.
+///
+/// A reader and the contents it returns point into memory it does not own, so they exist only
+/// inside ``reading(_:name:_:)`` (or a caller's own `withUnsafeBufferPointer`): a receipt
+/// payload holds hundreds of elements, and reading them without reference counting or copies is
+/// most of what makes receipts fast. Whatever outlives the read is copied into an array.
 ///
 /// Every element is an identifier, a length and the contents (X.690 §8.1):
 ///
@@ -51,13 +56,11 @@ struct DERReader {
         }
     }
 
-    /// The encoding, indexed from ``origin``: readers share their parent's storage.
-    private let bytes: ArraySlice<UInt8>
-    /// The index of the encoding's first byte; error reasons count bytes from it.
-    private let origin: Int
+    /// The encoding, valid for as long as the reader.
+    private let bytes: UnsafeBufferPointer<UInt8>
     /// The index of the next element.
     private(set) var position: Int
-    /// The offset the contents may not reach: the element's end (definite length), or its parent's
+    /// The index the contents may not reach: the element's end (definite length), or its parent's
     /// bound (indefinite length).
     private let bound: Int
     /// Whether the contents end with end-of-contents octets rather than at ``bound``.
@@ -66,26 +69,29 @@ struct DERReader {
     /// What the reader reads, for error reasons (e.g. "SignedData").
     let name: String
 
-    /// A reader over all of `bytes`, which must hold elements up to their very end.
+    /// Runs `body` with a reader over all of `bytes`, which must hold elements up to their very end.
     ///
     /// - Parameters:
     ///   - bytes: The encoding.
     ///   - name: What the bytes are, for error reasons.
-    init(_ bytes: [UInt8], name: String) {
-        self.init(bytes[...], name: name)
+    ///   - body: The reading; neither the reader nor the contents it returns may escape it.
+    static func reading<Result>(
+        _ bytes: [UInt8], name: String, _ body: (inout DERReader) throws -> Result
+    ) throws -> Result {
+        try bytes.withUnsafeBufferPointer { buffer in
+            var reader = DERReader(borrowing: buffer, name: name)
+            return try body(&reader)
+        }
     }
 
-    /// A reader over all of `bytes`, without copying them.
-    init(_ bytes: ArraySlice<UInt8>, name: String) {
-        self.init(bytes: bytes, origin: bytes.startIndex, position: bytes.startIndex, bound: bytes.endIndex,
-                  isIndefinite: false, depth: 0, name: name)
+    /// A reader over all of `bytes`, which the caller keeps alive and unchanged while the reader
+    /// and its contents are in use.
+    init(borrowing bytes: UnsafeBufferPointer<UInt8>, name: String) {
+        self.init(bytes: bytes, position: 0, bound: bytes.count, isIndefinite: false, depth: 0, name: name)
     }
 
-    private init(
-        bytes: ArraySlice<UInt8>, origin: Int, position: Int, bound: Int, isIndefinite: Bool, depth: Int, name: String
-    ) {
+    private init(bytes: UnsafeBufferPointer<UInt8>, position: Int, bound: Int, isIndefinite: Bool, depth: Int, name: String) {
         self.bytes = bytes
-        self.origin = origin
         self.position = position
         self.bound = bound
         self.isIndefinite = isIndefinite
@@ -108,7 +114,7 @@ struct DERReader {
     }
 
     private func error(_ what: String, _ problem: String) -> ReceiptKitError {
-        ReceiptKitError(.malformedReceipt, "\(what): \(problem) (at byte \(position - origin))")
+        ReceiptKitError(.malformedReceipt, "\(what): \(problem) (at byte \(position))")
     }
 
     /// One element's header.
@@ -176,21 +182,21 @@ struct DERReader {
     /// - Parameters:
     ///   - tag: The identifier octet expected.
     ///   - what: The element's name in the grammar, for error reasons.
-    mutating func readPrimitive(_ tag: UInt8, _ what: String) throws -> ArraySlice<UInt8> {
+    mutating func readPrimitive(_ tag: UInt8, _ what: String) throws -> UnsafeBufferPointer<UInt8> {
         let header = try header(tag, what, allowIndefinite: false)
         let length = header.length ?? 0
         position = header.contentStart + length
-        return bytes[header.contentStart..<position]
+        return UnsafeBufferPointer(rebasing: bytes[header.contentStart..<position])
     }
 
     /// Reads an element with identifier `tag` and a definite length and returns all of its
     /// octets: identifier, length and contents (the encoding a certificate or name is compared
     /// or parsed in).
-    mutating func readEncoding(_ tag: UInt8, _ what: String) throws -> ArraySlice<UInt8> {
+    mutating func readEncoding(_ tag: UInt8, _ what: String) throws -> UnsafeBufferPointer<UInt8> {
         let start = position
         let header = try header(tag, what, allowIndefinite: false)
         position = header.contentStart + (header.length ?? 0)
-        return bytes[start..<position]
+        return UnsafeBufferPointer(rebasing: bytes[start..<position])
     }
 
     /// Enters a constructed element with identifier `tag`: returns a reader over its contents.
@@ -207,13 +213,13 @@ struct DERReader {
             throw error(what, "nested deeper than \(Self.maximumDepth) levels")
         }
         guard let length = header.length else {
-            return DERReader(bytes: bytes, origin: origin, position: header.contentStart, bound: bound, isIndefinite: true,
+            return DERReader(bytes: bytes, position: header.contentStart, bound: bound, isIndefinite: true,
                              depth: depth + 1, name: what)
         }
         guard !indefinite else {
             throw error(what, "must have an indefinite length, as Xcode writes it")
         }
-        return DERReader(bytes: bytes, origin: origin, position: header.contentStart, bound: header.contentStart + length,
+        return DERReader(bytes: bytes, position: header.contentStart, bound: header.contentStart + length,
                          isIndefinite: false, depth: depth + 1, name: what)
     }
 
@@ -248,7 +254,7 @@ struct DERReader {
     /// - Parameters:
     ///   - contents: The INTEGER's contents octets.
     ///   - what: The element's name, for error reasons.
-    static func integer(_ contents: ArraySlice<UInt8>, _ what: String) throws -> Int64 {
+    static func integer(_ contents: UnsafeBufferPointer<UInt8>, _ what: String) throws -> Int64 {
         guard let first = contents.first else {
             throw ReceiptKitError(.malformedReceipt, "\(what): an INTEGER has at least one contents octet")
         }

@@ -70,16 +70,18 @@ struct ReceiptEnvelope: Sendable {
         }
         let layout: Layout = bytes[1] == 0x80 ? .xcodeBER : .der
         let ber = layout == .xcodeBER
-        var top = DERReader(bytes, name: "receipt")
-        var contentInfo = try top.enter(DERReader.Tag.sequence, "ContentInfo", indefinite: ber)
-        try Self.expectObjectIdentifier(&contentInfo, EnvelopeOID.signedData, "ContentInfo.contentType", "id-signedData")
-        var content = try contentInfo.enter(DERReader.Tag.contextSpecific0, "ContentInfo.content", indefinite: ber)
-        var signedData = try content.enter(DERReader.Tag.sequence, "SignedData", indefinite: ber)
-        let parts = try SignedDataParts(&signedData, layout: layout)
-        try content.leave(signedData)
-        try contentInfo.leave(content)
-        try top.leave(contentInfo)
-        try top.finish()
+        let parts = try DERReader.reading(bytes, name: "receipt") { top in
+            var contentInfo = try top.enter(DERReader.Tag.sequence, "ContentInfo", indefinite: ber)
+            try Self.expectObjectIdentifier(&contentInfo, EnvelopeOID.signedData, "ContentInfo.contentType", "id-signedData")
+            var content = try contentInfo.enter(DERReader.Tag.contextSpecific0, "ContentInfo.content", indefinite: ber)
+            var signedData = try content.enter(DERReader.Tag.sequence, "SignedData", indefinite: ber)
+            let parts = try SignedDataParts(&signedData, layout: layout)
+            try content.leave(signedData)
+            try contentInfo.leave(content)
+            try top.leave(contentInfo)
+            try top.finish()
+            return parts
+        }
 
         self.layout = layout
         self.payload = parts.payload
@@ -105,16 +107,18 @@ struct ReceiptEnvelope: Sendable {
     func signerCertificateIndex() throws -> Int {
         for (index, der) in certificates.enumerated() {
             let what = "SignedData.certificates[\(index)]"
-            var top = DERReader(der, name: what)
-            var certificate = try top.enter(DERReader.Tag.sequence, what)
-            var tbs = try certificate.enter(DERReader.Tag.sequence, "\(what).tbsCertificate")
-            if tbs.nextTag == DERReader.Tag.contextSpecific0 {
-                _ = try tbs.readEncoding(DERReader.Tag.contextSpecific0, "\(what).version")
+            let names = try DERReader.reading(der, name: what) { top in
+                var certificate = try top.enter(DERReader.Tag.sequence, what)
+                var tbs = try certificate.enter(DERReader.Tag.sequence, "\(what).tbsCertificate")
+                if tbs.nextTag == DERReader.Tag.contextSpecific0 {
+                    _ = try tbs.readEncoding(DERReader.Tag.contextSpecific0, "\(what).version")
+                }
+                let serial = try tbs.readPrimitive(DERReader.Tag.integer, "\(what).serialNumber")
+                _ = try tbs.readEncoding(DERReader.Tag.sequence, "\(what).signature")
+                let issuer = try tbs.readEncoding(DERReader.Tag.sequence, "\(what).issuer")
+                return serial.elementsEqual(signerSerialNumber) && issuer.elementsEqual(signerIssuer)
             }
-            let serial = try tbs.readPrimitive(DERReader.Tag.integer, "\(what).serialNumber")
-            _ = try tbs.readEncoding(DERReader.Tag.sequence, "\(what).signature")
-            let issuer = try tbs.readEncoding(DERReader.Tag.sequence, "\(what).issuer")
-            if serial.elementsEqual(signerSerialNumber), issuer.elementsEqual(signerIssuer) {
+            if names {
                 return index
             }
         }

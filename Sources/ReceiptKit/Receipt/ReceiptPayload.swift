@@ -37,9 +37,14 @@ enum ReceiptPayload {
     /// - Throws: ``ReceiptKitError/Code/malformedReceipt`` naming the attribute, or
     ///   ``ReceiptKitError/Code/inputTooLarge`` beyond the count limits.
     static func decode(_ payload: [UInt8]) throws -> AppReceipt {
+        try payload.withUnsafeBufferPointer(decode)
+    }
+
+    /// Decodes a payload held in memory the caller keeps alive for the call.
+    private static func decode(_ payload: UnsafeBufferPointer<UInt8>) throws -> AppReceipt {
         var values = Attributes(purchaseIndex: nil, documented: appAttributes)
         var purchases: [InAppPurchase] = []
-        try readSet(payload[...], what: "receipt payload") { type, version, value in
+        try readSet(payload, what: "receipt payload") { type, version, value in
             if type == 17 {
                 guard purchases.count < maximumPurchases else {
                     throw ReceiptKitError(.inputTooLarge, "the receipt holds more than \(maximumPurchases) in-app purchases")
@@ -75,7 +80,7 @@ enum ReceiptPayload {
     ///
     /// UTF8String: 1702, 1703, 1705, 1721; IA5String dates: 1704, 1706, 1708, 1712; INTEGER: 1701,
     /// 1707, 1711, 1713, 1719.
-    private static func decodePurchase(_ value: ArraySlice<UInt8>, index: Int) throws -> InAppPurchase {
+    private static func decodePurchase(_ value: UnsafeBufferPointer<UInt8>, index: Int) throws -> InAppPurchase {
         var values = Attributes(purchaseIndex: index, documented: purchaseAttributes)
         try readSet(value, what: "in-app purchase \(index)") { type, version, value in
             try values.add(type: type, version: version, value: value)
@@ -101,17 +106,17 @@ enum ReceiptPayload {
     }
 
     /// Reads a SET OF ReceiptAttribute that spans all of `bytes`, calling `body` with each one's
-    /// type, version and value (a slice of `bytes`: nothing is copied until it is kept).
+    /// type, version and value (pointing into `bytes`: nothing is copied until it is kept).
     ///
     ///     ReceiptAttribute ::= SEQUENCE {
     ///       type    INTEGER,
     ///       version INTEGER,
     ///       value   OCTET STRING }
     private static func readSet(
-        _ bytes: ArraySlice<UInt8>, what: String,
-        _ body: (_ type: Int64, _ version: Int64, _ value: ArraySlice<UInt8>) throws -> Void
+        _ bytes: UnsafeBufferPointer<UInt8>, what: String,
+        _ body: (_ type: Int64, _ version: Int64, _ value: UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws {
-        var top = DERReader(bytes, name: what)
+        var top = DERReader(borrowing: bytes, name: what)
         var set = try top.enter(DERReader.Tag.set, what)
         var count = 0
         while !set.isAtEnd {
@@ -122,7 +127,7 @@ enum ReceiptPayload {
             // than decoding it.
             let type: Int64
             let version: Int64
-            let value: ArraySlice<UInt8>
+            let value: UnsafeBufferPointer<UInt8>
             do {
                 var sequence = try set.enter(DERReader.Tag.sequence, "ReceiptAttribute")
                 type = try DERReader.integer(try sequence.readPrimitive(DERReader.Tag.integer, "type"), "type")
@@ -161,7 +166,7 @@ enum ReceiptPayload {
         let purchaseIndex: Int?
         let documented: DocumentedAttributes
         /// The value of each documented attribute, by its position in `documented`.
-        private var known: [ArraySlice<UInt8>?]
+        private var known: [UnsafeBufferPointer<UInt8>?]
         private(set) var others: [ReceiptAttribute] = []
 
         init(purchaseIndex: Int?, documented: DocumentedAttributes) {
@@ -176,7 +181,7 @@ enum ReceiptPayload {
             return "\(owner) attribute \(type) (\(name))"
         }
 
-        mutating func add(type: Int64, version: Int64, value: ArraySlice<UInt8>) throws {
+        mutating func add(type: Int64, version: Int64, value: UnsafeBufferPointer<UInt8>) throws {
             guard let index = documented.index(of: type) else {
                 others.append(ReceiptAttribute(type: type, version: version, value: Array(value)))
                 return
@@ -187,7 +192,7 @@ enum ReceiptPayload {
             known[index] = value
         }
 
-        private func value(_ type: Int64) -> ArraySlice<UInt8>? {
+        private func value(_ type: Int64) -> UnsafeBufferPointer<UInt8>? {
             documented.index(of: type).flatMap { known[$0] }
         }
 
@@ -207,10 +212,10 @@ enum ReceiptPayload {
         }
 
         /// The single DER element a value holds, with identifier `tag`.
-        private func contents(_ type: Int64, _ tag: UInt8) throws -> ArraySlice<UInt8>? {
+        private func contents(_ type: Int64, _ tag: UInt8) throws -> UnsafeBufferPointer<UInt8>? {
             guard let value = value(type) else { return nil }
             do {
-                var reader = DERReader(value, name: "value")
+                var reader = DERReader(borrowing: value, name: "value")
                 let contents = try reader.readPrimitive(tag, "value")
                 try reader.finish()
                 return contents
