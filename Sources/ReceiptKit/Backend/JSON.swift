@@ -62,16 +62,22 @@ struct JSONObject {
     let path: String
     let code: ReceiptKitError.Code
 
-    private func member(_ key: String) -> UnsafeMutablePointer<json_t>? {
-        guard let value = json_object_get(pointer, key), rk_json_typeof(value) != JSON_NULL else { return nil }
+    private func lookup(_ key: JSONKey) -> UnsafeMutablePointer<json_t>? {
+        key.withUTF8 { name in
+            name.withMemoryRebound(to: CChar.self) { json_object_getn(pointer, $0.baseAddress, $0.count) }
+        }
+    }
+
+    private func member(_ key: JSONKey) -> UnsafeMutablePointer<json_t>? {
+        guard let value = lookup(key), rk_json_typeof(value) != JSON_NULL else { return nil }
         return value
     }
 
-    private func name(_ key: String) -> String {
-        path.isEmpty ? key : "\(path).\(key)"
+    private func name(_ key: JSONKey) -> String {
+        path.isEmpty ? key.text : "\(path).\(key.text)"
     }
 
-    private func typeError(_ key: String, _ expected: String, _ value: UnsafeMutablePointer<json_t>) -> ReceiptKitError {
+    private func typeError(_ key: JSONKey, _ expected: String, _ value: UnsafeMutablePointer<json_t>) -> ReceiptKitError {
         ReceiptKitError(code, "member '\(name(key))' must be \(expected), found \(Self.typeName(value))")
     }
 
@@ -88,12 +94,12 @@ struct JSONObject {
     }
 
     /// Whether the object has `key` (with any value, `null` included).
-    func contains(_ key: String) -> Bool {
-        json_object_get(pointer, key) != nil
+    func contains(_ key: JSONKey) -> Bool {
+        lookup(key) != nil
     }
 
     /// The string member `key`.
-    func string(_ key: String) throws -> String? {
+    func string(_ key: JSONKey) throws -> String? {
         guard let value = member(key) else { return nil }
         guard rk_json_typeof(value) == JSON_STRING else { throw typeError(key, "a string", value) }
         return Self.string(value)
@@ -108,14 +114,14 @@ struct JSONObject {
     }
 
     /// The integer member `key` (a JSON number without fraction or exponent).
-    func int64(_ key: String) throws -> Int64? {
+    func int64(_ key: JSONKey) throws -> Int64? {
         guard let value = member(key) else { return nil }
         guard rk_json_typeof(value) == JSON_INTEGER else { throw typeError(key, "an integer", value) }
         return Int64(json_integer_value(value))
     }
 
     /// The integer member `key`, which must fit in 32 bits.
-    func int32(_ key: String) throws -> Int32? {
+    func int32(_ key: JSONKey) throws -> Int32? {
         guard let wide = try int64(key) else { return nil }
         guard let narrow = Int32(exactly: wide) else {
             throw ReceiptKitError(code, "member '\(name(key))' is out of range: \(wide)")
@@ -124,7 +130,7 @@ struct JSONObject {
     }
 
     /// The Boolean member `key` (JSON `true` or `false`, never a string).
-    func bool(_ key: String) throws -> Bool? {
+    func bool(_ key: JSONKey) throws -> Bool? {
         guard let value = member(key) else { return nil }
         switch rk_json_typeof(value) {
         case JSON_TRUE: return true
@@ -134,7 +140,7 @@ struct JSONObject {
     }
 
     /// The date member `key`: milliseconds since 1970 as a JSON number, possibly fractional.
-    func timestamp(_ key: String) throws -> Timestamp? {
+    func timestamp(_ key: JSONKey) throws -> Timestamp? {
         guard let value = member(key) else { return nil }
         switch rk_json_typeof(value) {
         case JSON_INTEGER:
@@ -154,27 +160,27 @@ struct JSONObject {
     }
 
     /// The object member `key`.
-    func object(_ key: String) throws -> JSONObject? {
+    func object(_ key: JSONKey) throws -> JSONObject? {
         guard let value = member(key) else { return nil }
         guard rk_json_typeof(value) == JSON_OBJECT else { throw typeError(key, "an object", value) }
         return JSONObject(pointer: value, path: name(key), code: code)
     }
 
     /// The array member `key`, as a view.
-    func array(_ key: String) throws -> JSONArray? {
+    func array(_ key: JSONKey) throws -> JSONArray? {
         guard let value = member(key) else { return nil }
         guard rk_json_typeof(value) == JSON_ARRAY else { throw typeError(key, "an array", value) }
         return JSONArray(pointer: value, path: name(key), code: code)
     }
 
     /// The array-of-strings member `key`.
-    func strings(_ key: String) throws -> [String]? {
+    func strings(_ key: JSONKey) throws -> [String]? {
         guard let array = try array(key) else { return nil }
         return try (0..<array.count).map { try array.string(at: $0) }
     }
 
     /// The array-of-objects member `key`, each decoded by `decode`.
-    func objects<Element>(_ key: String, _ decode: (JSONObject) throws -> Element) throws -> [Element]? {
+    func objects<Element>(_ key: JSONKey, _ decode: (JSONObject) throws -> Element) throws -> [Element]? {
         guard let array = try array(key) else { return nil }
         return try (0..<array.count).map { try decode(array.object(at: $0)) }
     }

@@ -45,9 +45,11 @@ final class PublicKey: @unchecked Sendable {
     /// verification costs OpenSSL a provider lookup, a sizeable part of what is left per token
     /// once the chain is cached. A context is reused only after a successful verification.
     ///
+    /// No OpenSSL error is reported from here, so the error queue is only drained on failure
+    /// (which leaves it empty for the next reported operation), not cleared up front.
+    ///
     /// - Returns: `true` when the signature verifies; `false` for any other outcome.
     func verifyECDSA(derSignature: [UInt8], digest: [UInt8]) -> Bool {
-        OpenSSLErrorQueue.clear()
         guard let context = verificationContexts.take() ?? newVerificationContext() else {
             _ = OpenSSLErrorQueue.drain()
             return false

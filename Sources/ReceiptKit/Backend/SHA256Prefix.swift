@@ -28,10 +28,13 @@ final class SHA256Prefix: @unchecked Sendable {
         EVP_MD_CTX_free(context)
     }
 
-    /// SHA-256 of the prefix followed by `suffix`, or `nil` if OpenSSL fails.
+    /// SHA-256 of the prefix followed by `suffix`, or `nil` if OpenSSL fails (its errors are
+    /// drained, not reported).
     func digest(appending suffix: UnsafeRawBufferPointer) -> [UInt8]? {
-        OpenSSLErrorQueue.clear()
-        guard let work = EVP_MD_CTX_new() else { return nil }
+        guard let work = EVP_MD_CTX_new() else {
+            _ = OpenSSLErrorQueue.drain()
+            return nil
+        }
         defer { EVP_MD_CTX_free(work) }
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         var length: UInt32 = 0

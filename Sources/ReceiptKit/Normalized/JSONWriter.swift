@@ -81,11 +81,9 @@ struct JSONWriter {
     }
 
     /// Writes a member name. Names are ReceiptKit's own identifiers, which need no escaping.
-    private mutating func key(_ name: String) {
+    private mutating func key(_ name: JSONKey) {
         separate()
-        assert(name.utf8.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x7F })
         bytes.append(UInt8(ascii: "\""))
-        var name = name
         name.withUTF8 { bytes.append(contentsOf: $0) }
         bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
@@ -94,30 +92,30 @@ struct JSONWriter {
 
     // MARK: Members
 
-    mutating func member(_ name: String, _ value: String?) {
+    mutating func member(_ name: JSONKey, _ value: String?) {
         key(name)
         if let value { writeString(value) } else { writeNull() }
     }
 
-    mutating func member(_ name: String, _ value: Int64?) {
+    mutating func member(_ name: JSONKey, _ value: Int64?) {
         key(name)
         if let value { writeInteger(value) } else { writeNull() }
     }
 
-    mutating func member(_ name: String, _ value: Int32?) {
+    mutating func member(_ name: JSONKey, _ value: Int32?) {
         member(name, value.map(Int64.init))
     }
 
-    mutating func member(_ name: String, _ value: Int?) {
+    mutating func member(_ name: JSONKey, _ value: Int?) {
         member(name, value.map(Int64.init))
     }
 
-    mutating func member(_ name: String, _ value: Bool?) {
+    mutating func member(_ name: JSONKey, _ value: Bool?) {
         key(name)
         if let value { bytes.append(contentsOf: (value ? "true" : "false").utf8) } else { writeNull() }
     }
 
-    mutating func member(_ name: String, _ value: Timestamp?) {
+    mutating func member(_ name: JSONKey, _ value: Timestamp?) {
         key(name)
         guard let value else { return writeNull() }
         bytes.append(UInt8(ascii: "\""))
@@ -125,7 +123,7 @@ struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    mutating func member(_ name: String, strings: [String]?) {
+    mutating func member(_ name: JSONKey, strings: [String]?) {
         key(name)
         guard let strings else { return writeNull() }
         array { writer in
@@ -134,13 +132,13 @@ struct JSONWriter {
     }
 
     /// A member whose value `body` writes (an object or array), or `null` when `present` is false.
-    mutating func member(_ name: String, present: Bool = true, _ body: (inout JSONWriter) -> Void) {
+    mutating func member(_ name: JSONKey, present: Bool = true, _ body: (inout JSONWriter) -> Void) {
         key(name)
         if present { body(&self) } else { writeNull() }
     }
 
     /// A member whose value is an object `body` writes, or `null`.
-    mutating func objectMember<Value>(_ name: String, _ value: Value?, _ body: (inout JSONWriter, Value) -> Void) {
+    mutating func objectMember<Value>(_ name: JSONKey, _ value: Value?, _ body: (inout JSONWriter, Value) -> Void) {
         key(name)
         guard let value else { return writeNull() }
         object { body(&$0, value) }
@@ -225,3 +223,4 @@ struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 }
+

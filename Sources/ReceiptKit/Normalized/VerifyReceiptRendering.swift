@@ -133,9 +133,10 @@ extension JSONWriter {
     /// nothing when `date` is `nil`.
     fileprivate mutating func verifyReceiptDate(_ name: String, _ date: Timestamp?) {
         guard let date else { return }
-        member(name, PacificTime.format(date, offsetSeconds: 0) + " Etc/GMT")
-        member(name + "_ms", String(date.millisecondsSince1970))
-        member(name + "_pst", PacificTime.format(date, offsetSeconds: PacificTime.offsetSeconds(at: date)) + " America/Los_Angeles")
+        member(JSONKey(name), PacificTime.format(date, offsetSeconds: 0) + " Etc/GMT")
+        member(JSONKey(name + "_ms"), String(date.millisecondsSince1970))
+        member(JSONKey(name + "_pst"),
+               PacificTime.format(date, offsetSeconds: PacificTime.offsetSeconds(at: date)) + " America/Los_Angeles")
     }
 
     /// Writes `"error": {"code": …, "message": …}`.
