@@ -39,6 +39,7 @@ REPOSITORY = HERE.parents[1]
 JOB = HERE / "verify_archive.py"
 BINARY = os.environ.get("RECEIPTKIT_VERIFY_RECEIPT", "")
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(HERE))
 import verify_archive as job  # noqa: E402 (the module under test, beside this file)
 
