@@ -76,6 +76,8 @@ ensure_pyspark() {
         return 0
     fi
     command -v python3 >/dev/null || apt_install python3 || skip "no python3, and it cannot be installed here ($(cannot_install))"
+    python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+        skip "PySpark $pinned needs Python 3.11 or later, and python3 is $(python3 --version 2>&1)"
     rm -rf "$venv"
     if ! python3 -m venv "$venv" >/dev/null 2>&1; then
         rm -rf "$venv"
@@ -87,7 +89,7 @@ ensure_pyspark() {
     # --use-pep517: PySpark ships a source archive only; build it the current way, quietly.
     if ! "$venv/bin/pip" install --quiet --disable-pip-version-check --use-pep517 -r "$requirements"; then
         rm -rf "$venv"
-        skip "pip cannot install pyspark==$pinned here (no access to PyPI, or python3 $(python3 -c 'import sys; print(*sys.version_info[:2], sep=".")') is too old: PySpark $pinned needs 3.11)"
+        skip "pip cannot install pyspark==$pinned here (see its message above: no access to PyPI?)"
     fi
     echo "spark-test: installed in $((SECONDS - start)) s, $(du -sh "$venv" | cut -f1) in $venv" >&2
 }
