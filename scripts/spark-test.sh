@@ -5,7 +5,8 @@
 # Installs what it needs when it is missing: a Java runtime (17 or later) with apt-get, as root or
 # through sudo, and PySpark (the version in Examples/spark/requirements.txt) with pip into a
 # virtual environment in .build-spark/venv (git-ignored; python3-venv comes from apt-get when
-# Debian's python3 lacks it). If one of them cannot be installed, says so and skips (exit 0).
+# Debian's python3 lacks it). If one of them cannot be installed, says so and skips (exit 0), or
+# fails (exit 1) when SPARK_TEST_REQUIRED=1, as CI sets it: there the test must run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,10 @@ venv=.build-spark/venv
 requirements=Examples/spark/requirements.txt
 
 skip() {
+    if [ "${SPARK_TEST_REQUIRED:-0}" = 1 ]; then
+        echo "spark-test: FAILED, the Spark job could not be tested (SPARK_TEST_REQUIRED=1): $*" >&2
+        exit 1
+    fi
     echo "spark-test: SKIPPED, the Spark job was not tested: $*" >&2
     exit 0
 }
