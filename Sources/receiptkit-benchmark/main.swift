@@ -1,11 +1,12 @@
 // receiptkit-benchmark: measures verify-receipt against this machine's own OpenSSL limits, in one
 // run. Usage (from the package root):
 //
-//     swift run -c release receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N]
+//     swift run -c release receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--repetitions N]
 //
 // It runs `openssl speed ecdsap256 rsa2048` (single core), then the release `verify-receipt`
 // beside this executable over generated batches of the project's own test vectors, and prints
-// the rates, the ratios and the targets of the batch issue.
+// the rates, the ratios and the targets of the batch issue. Every rate, OpenSSL's included, is
+// the best of --repetitions runs (default 3).
 import Foundation
 
 #if canImport(Glibc)
@@ -17,6 +18,8 @@ struct Options {
     var receiptInputs = 30_000
     var memoryInputs = 200_000
     var opensslSeconds = 3
+    /// Timed runs per measure; the best counts, for OpenSSL's rates as for verify-receipt's.
+    var repetitions = 3
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -27,8 +30,9 @@ struct Options {
             case ("--receipts", let value?): receiptInputs = value
             case ("--memory-inputs", let value?): memoryInputs = value
             case ("--openssl-seconds", let value?): opensslSeconds = value
+            case ("--repetitions", let value?) where value >= 1: repetitions = value
             default:
-                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--openssl-seconds N]\n".utf8))
+                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--openssl-seconds N] [--repetitions N]\n".utf8))
                 exit(64)
             }
         }
@@ -143,19 +147,26 @@ let receiptTrust = ["--root", "\(root)/TestVectors/receipts/pki/root.der"]
 let mixedTrust = jwsTrust + receiptTrust
 
 print("receiptkit-benchmark on \(cores) cores, \(ProcessInfo.processInfo.operatingSystemVersionString)")
-let ecdsa = try opensslVerifyRate("ecdsap256", seconds: options.opensslSeconds)
-let rsa = try opensslVerifyRate("rsa2048", seconds: options.opensslSeconds)
+let ecdsa = try (0..<options.repetitions).map { _ in try opensslVerifyRate("ecdsap256", seconds: options.opensslSeconds) }.max()!
+let rsa = try (0..<options.repetitions).map { _ in try opensslVerifyRate("rsa2048", seconds: options.opensslSeconds) }.max()!
 print(String(format: "openssl speed ecdsap256 verify: %10.0f /s (1 core)", ecdsa))
 print(String(format: "openssl speed rsa2048 verify:   %10.0f /s (1 core)", rsa))
 
+/// The best of `repetitions` timed runs of `verify-receipt` over `file`, after one untimed run
+/// that warms the page cache. Other work on the machine only ever slows a run down, so the best
+/// run is the closest to what the machine can do; OpenSSL's rates are taken the same way.
 func rate(_ arguments: [String], _ file: String, _ count: Int) throws -> (Double, Run) {
-    _ = try measure(verifyReceipt, arguments, input: file)  // warm the page cache
-    let run = try measure(verifyReceipt, arguments, input: file)
-    guard run.status == 0 || run.status == 1 else {
-        FileHandle.standardError.write(Data("verify-receipt exited \(run.status)\n".utf8))
-        exit(1)
+    _ = try measure(verifyReceipt, arguments, input: file)
+    var best: Run?
+    for _ in 0..<options.repetitions {
+        let run = try measure(verifyReceipt, arguments, input: file)
+        guard run.status == 0 || run.status == 1 else {
+            FileHandle.standardError.write(Data("verify-receipt exited \(run.status)\n".utf8))
+            exit(1)
+        }
+        if best.map({ run.seconds < $0.seconds }) ?? true { best = run }
     }
-    return (Double(count) / run.seconds, run)
+    return (Double(count) / best!.seconds, best!)
 }
 
 let (jws1, _) = try rate(jwsTrust + ["--jobs", "1"], jwsFile, options.jwsInputs)

@@ -35,14 +35,19 @@ struct Input: Sendable {
     }
 }
 
-/// One input's rendered output and what the summary counts of it.
-struct Rendered: Sendable {
-    /// The output's UTF-8 bytes, without its final newline.
-    let bytes: [UInt8]
+/// What the summary counts of one input.
+struct Counted: Sendable {
     let verified: Bool
     let errorCode: String?
     let kind: String?
     let environment: String?
+}
+
+/// One input's rendered output and what the summary counts of it.
+struct Rendered: Sendable {
+    /// The output's UTF-8 bytes, without its final newline.
+    let bytes: [UInt8]
+    let counted: Counted
 }
 
 /// Turns an outcome into the selected output format.
@@ -51,25 +56,32 @@ struct Renderer: Sendable {
     let pretty: Bool
     let expectedEnvironment: AppStoreEnvironment?
 
+    /// Renders into bytes of its own (for a worker thread).
     func render(_ outcome: VerificationOutcome, label: InputLabel) -> Rendered {
         var bytes: [UInt8] = []
+        if format == .json { bytes.reserveCapacity(2048) }
+        let counted = render(outcome, label: label, appendingTo: &bytes)
+        return Rendered(bytes: bytes, counted: counted)
+    }
+
+    /// Renders by appending to `bytes` (the output buffer itself, on one job), without a newline.
+    func render(_ outcome: VerificationOutcome, label: InputLabel, appendingTo bytes: inout [UInt8]) -> Counted {
         var verified = outcome.isVerified
         switch format {
         case .json:
-            bytes.reserveCapacity(2048)
             outcome.appendJSON(label: label, pretty: pretty, to: &bytes)
         case .csv:
-            bytes = Array(outcome.csvRows(label: label).dropLast().utf8)
+            bytes.append(contentsOf: outcome.csvRows(label: label).dropLast().utf8)
         case .verifyreceipt:
             verified = outcome.verifyReceiptStatus(expectedEnvironment: expectedEnvironment) == 0
-            bytes = Array(outcome.verifyReceiptJSON(
+            bytes.append(contentsOf: outcome.verifyReceiptJSON(
                 expectedEnvironment: expectedEnvironment, requestDate: Timestamp(Date()), pretty: pretty, id: label).utf8)
         }
         switch outcome {
         case .verified(let record):
-            return Rendered(bytes: bytes, verified: verified, errorCode: nil, kind: record.kind.rawValue, environment: record.environment)
+            return Counted(verified: verified, errorCode: nil, kind: record.kind.rawValue, environment: record.environment)
         case .rejected(let error):
-            return Rendered(bytes: bytes, verified: false, errorCode: error.code.rawValue, kind: nil, environment: nil)
+            return Counted(verified: false, errorCode: error.code.rawValue, kind: nil, environment: nil)
         }
     }
 }
@@ -83,7 +95,7 @@ struct Tally {
     private var byEnvironment: [String: Int] = [:]
     let start = Date()
 
-    mutating func add(_ rendered: Rendered) {
+    mutating func add(_ rendered: Counted) {
         total += 1
         if !rendered.verified { rejected += 1 }
         if let code = rendered.errorCode { byCode[code, default: 0] += 1 }

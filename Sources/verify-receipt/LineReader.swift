@@ -26,13 +26,27 @@ struct LineReader {
     private let descriptor: Int32
     private let maximumLength: Int
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    /// The record being read (see ``readRecord(stoppingAtNewline:)``).
+    private var record: [UInt8] = []
+    /// The largest record storage kept for reuse; a longer record's storage is released.
+    private static let retainedCapacity = 1 << 20
     private var start = 0
     private var end = 0
     private var finished = false
 
-    init(descriptor: Int32, maximumLength: Int) {
+    /// Whether a record's storage is reused for the next one (see ``readRecord(stoppingAtNewline:)``).
+    private let reusesStorage: Bool
+
+    /// - Parameters:
+    ///   - descriptor: What to read.
+    ///   - maximumLength: The longest record kept whole.
+    ///   - reusesStorage: Whether the caller lets go of each record before asking for the next
+    ///     (one job), so its storage can be reused. Records that live on (in a pipeline) are not
+    ///     reused: each gets storage of its own size.
+    init(descriptor: Int32, maximumLength: Int, reusesStorage: Bool = false) {
         self.descriptor = descriptor
         self.maximumLength = maximumLength
+        self.reusesStorage = reusesStorage
     }
 
     /// The next record, or `nil` at end of input. A final record without a newline counts.
@@ -55,24 +69,28 @@ struct LineReader {
     ///
     /// - Throws: ``ReadError`` when the descriptor cannot be read.
     mutating func rest() throws -> Line {
-        let (record, length, _) = try readRecord(stoppingAtNewline: false)
-        return result(record, length: length)
+        let (bytes, length, _) = try readRecord(stoppingAtNewline: false)
+        return result(bytes, length: length)
     }
 
     /// Reads up to the next newline (consumed, not kept) or to the end of input, keeping the
     /// bytes while within the limit and only a prefix past it.
+    ///
+    /// The bytes are kept in ``record``. With ``reusesStorage``, its storage is reused for the
+    /// next record once the caller has let go of the array returned: on one job, lines are not
+    /// allocated one by one.
     private mutating func readRecord(stoppingAtNewline: Bool) throws -> (bytes: [UInt8], length: Int, terminated: Bool) {
-        var record: [UInt8] = []
+        record.removeAll(keepingCapacity: reusesStorage && record.capacity <= Self.retainedCapacity)
         var length = 0
         while try ensureBuffered() {
             if stoppingAtNewline, let newline = newlineIndex() {
                 length += newline - start
-                keep(buffer[start..<newline], into: &record, length: length)
+                Self.keep(buffer[start..<newline], into: &record, length: length, limit: maximumLength)
                 start = newline + 1
                 return (record, length, true)
             }
             length += end - start
-            keep(buffer[start..<end], into: &record, length: length)
+            Self.keep(buffer[start..<end], into: &record, length: length, limit: maximumLength)
             start = end
         }
         return (record, length, false)
@@ -89,8 +107,8 @@ struct LineReader {
     }
 
     /// Appends `chunk` while the record is within the limit; past it, keeps only the prefix.
-    private func keep(_ chunk: ArraySlice<UInt8>, into line: inout [UInt8], length: Int) {
-        if length <= maximumLength {
+    private static func keep(_ chunk: ArraySlice<UInt8>, into line: inout [UInt8], length: Int, limit: Int) {
+        if length <= limit {
             line.append(contentsOf: chunk)
         } else if line.count > Self.prefixLength {
             line.removeSubrange(Self.prefixLength...)

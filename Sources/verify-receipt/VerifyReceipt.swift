@@ -76,17 +76,18 @@ struct VerifyReceipt: ParsableCommand {
         let receiptBase64Limit = (maximumReceiptSize + 2) / 3 * 4
         let lineLimit = max(maximumJWSSize, receiptBase64Limit) + 4096
         let renderer = Renderer(format: format, pretty: pretty, expectedEnvironment: verifier.configuration.environment)
-        let work: @Sendable (Input) -> Rendered = { input in
-            let outcome: VerificationOutcome
+        let verifyOne: @Sendable (Input) -> VerificationOutcome = { input in
             switch input.line {
             case .bytes(let bytes):
-                outcome = verifier.verify(input: bytes, as: forcedKind)
+                verifier.verify(input: bytes, as: forcedKind)
             case .tooLong(let length, _):
-                outcome = .rejected(ReceiptKitError(.inputTooLarge, "input is \(length) bytes; the limit is \(lineLimit)"))
+                .rejected(ReceiptKitError(.inputTooLarge, "input is \(length) bytes; the limit is \(lineLimit)"))
             case .missingID:
-                outcome = .rejected(ReceiptKitError(.unrecognizedInput, "--with-ids expects ID<TAB>INPUT, and this line has no tab"))
+                .rejected(ReceiptKitError(.unrecognizedInput, "--with-ids expects ID<TAB>INPUT, and this line has no tab"))
             }
-            return renderer.render(outcome, label: input.label)
+        }
+        let work: @Sendable (Input) -> Rendered = { input in
+            renderer.render(verifyOne(input), label: input.label)
         }
 
         var output = StandardOutput()
@@ -95,10 +96,13 @@ struct VerifyReceipt: ParsableCommand {
         if format == .csv {
             output.write(Array(VerificationOutcome.csvHeader(withIDs: withIDs).joined(separator: ",").utf8))
         }
+        let count: (Counted) -> Void = { counted in
+            tally.add(counted)
+            reporter.update(tally)
+        }
         let deliver: (Rendered) -> Void = { rendered in
             output.write(rendered.bytes)
-            tally.add(rendered)
-            reporter.update(tally)
+            count(rendered.counted)
         }
         let pipeline = jobs > 1 ? OrderedPipeline(jobs: jobs, work: work, deliver: deliver) : nil
         var inputNumber = 0
@@ -114,11 +118,12 @@ struct VerifyReceipt: ParsableCommand {
             if let pipeline {
                 pipeline.submit(input, size: input.size)
             } else {
-                deliver(work(input))
+                // One job: render straight into the output buffer.
+                count(output.writeLine { renderer.render(verifyOne(input), label: input.label, appendingTo: &$0) })
             }
         }
         for source in sources {
-            var reader = LineReader(descriptor: source.descriptor, maximumLength: lineLimit)
+            var reader = LineReader(descriptor: source.descriptor, maximumLength: lineLimit, reusesStorage: pipeline == nil)
             defer { source.close() }
             do {
                 // With ids, every line starts with its id, so nothing is taken for binary.
@@ -245,9 +250,15 @@ struct StandardOutput {
     private var buffer: [UInt8] = []
 
     mutating func write(_ line: [UInt8]) {
-        buffer.append(contentsOf: line)
+        writeLine { $0.append(contentsOf: line) }
+    }
+
+    /// Writes the line `body` appends to the buffer, and its newline.
+    mutating func writeLine<Result>(_ body: (inout [UInt8]) -> Result) -> Result {
+        let result = body(&buffer)
         buffer.append(UInt8(ascii: "\n"))
         if buffer.count >= 1 << 16 { flush() }
+        return result
     }
 
     mutating func flush() {

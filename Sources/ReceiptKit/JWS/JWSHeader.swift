@@ -86,8 +86,10 @@ struct ES256Signature {
         let s = raw[32..<64]
         try Self.checkScalar(r, "r")
         try Self.checkScalar(s, "s")
-        var der: [UInt8] = [0x30, 0]
-        der.reserveCapacity(72)
+        var der: [UInt8] = []
+        der.reserveCapacity(72)  // at most 2 + 2 × (2 + 33)
+        der.append(0x30)
+        der.append(0)
         Self.appendInteger(r, to: &der)
         Self.appendInteger(s, to: &der)
         der[1] = UInt8(der.count - 2)
