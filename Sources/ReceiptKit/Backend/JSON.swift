@@ -63,8 +63,9 @@ struct JSONObject {
     let code: ReceiptKitError.Code
 
     private func lookup(_ key: JSONKey) -> UnsafeMutablePointer<json_t>? {
-        key.withUTF8 { name in
-            name.withMemoryRebound(to: CChar.self) { json_object_getn(pointer, $0.baseAddress, $0.count) }
+        let object = pointer  // capture the pointer alone, not the view's path and code
+        return key.withUTF8 { name in
+            name.withMemoryRebound(to: CChar.self) { json_object_getn(object, $0.baseAddress, $0.count) }
         }
     }
 
