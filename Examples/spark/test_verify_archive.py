@@ -176,6 +176,23 @@ def expected_summary(records: Iterable[dict]) -> dict[str, object]:
     }
 
 
+def job_arguments(input_glob: str, output: Path, *, with_ids: bool, binary: str = BINARY) -> list[str]:
+    """The job's command line over `input_glob` into `output`, in local mode with the test options."""
+    return [
+        "--binary",
+        binary,
+        "--input",
+        input_glob,
+        "--output",
+        str(output),
+        "--master",
+        MASTER,
+        *(["--with-ids"] if with_ids else []),
+        "--",
+        *OPTIONS,
+    ]
+
+
 def run_job(arguments: Sequence[str], *, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Runs verify_archive.py as a user would, from the repository root; prints its wall time."""
     environment = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
@@ -376,19 +393,9 @@ class SparkJobTests(unittest.TestCase):
             files = write_archive(cls.folder / f"archive-{name}", archive_files(vectors, with_ids))
             cls.expected[name] = single_process(files, with_ids)
             cls.runs[name] = run_job(
-                [
-                    "--binary",
-                    BINARY,
-                    "--input",
-                    str(cls.folder / f"archive-{name}/part-*.txt"),
-                    "--output",
-                    str(cls.folder / f"out-{name}"),
-                    "--master",
-                    MASTER,
-                    *(["--with-ids"] if with_ids else []),
-                    "--",
-                    *OPTIONS,
-                ]
+                job_arguments(
+                    str(cls.folder / f"archive-{name}/part-*.txt"), cls.folder / f"out-{name}", with_ids=with_ids
+                )
             )
         cls.rows = cls.read_records()
 
@@ -485,37 +492,10 @@ class SparkJobTests(unittest.TestCase):
     def test_existing_output_and_missing_input_are_refused(self) -> None:
         self.completed("ids")
         archive = str(self.folder / "archive-ids/part-*.txt")
-        exists = run_job(
-            [
-                "--binary",
-                BINARY,
-                "--input",
-                archive,
-                "--output",
-                str(self.folder / "out-ids"),
-                "--master",
-                MASTER,
-                "--with-ids",
-                "--",
-                *OPTIONS,
-            ]
-        )
+        exists = run_job(job_arguments(archive, self.folder / "out-ids", with_ids=True))
         self.assertEqual(exists.returncode, job.EXIT_CANNOT_CREATE, exists.stderr[-3000:])
         self.assertIn("already exists", exists.stderr)
-        missing = run_job(
-            [
-                "--binary",
-                BINARY,
-                "--input",
-                str(self.folder / "nothing-*.txt"),
-                "--output",
-                str(self.folder / "out-missing"),
-                "--master",
-                MASTER,
-                "--",
-                *OPTIONS,
-            ]
-        )
+        missing = run_job(job_arguments(str(self.folder / "nothing-*.txt"), self.folder / "out-missing", with_ids=False))
         self.assertEqual(missing.returncode, job.EXIT_NO_INPUT, missing.stderr[-3000:])
         self.assertIn("matches no file", missing.stderr)
 
@@ -526,19 +506,7 @@ class SparkJobTests(unittest.TestCase):
         lossy.chmod(lossy.stat().st_mode | stat.S_IXUSR)
         output = self.folder / "out-lossy"
         result = run_job(
-            [
-                "--binary",
-                str(lossy),
-                "--input",
-                str(self.folder / "archive-ids/part-*.txt"),
-                "--output",
-                str(output),
-                "--master",
-                MASTER,
-                "--with-ids",
-                "--",
-                *OPTIONS,
-            ]
+            job_arguments(str(self.folder / "archive-ids/part-*.txt"), output, with_ids=True, binary=str(lossy))
         )
         self.assertEqual(result.returncode, job.EXIT_FAILED, result.stderr[-3000:])
         self.assertIn("PartitionCheckError: partition", result.stderr)
