@@ -42,8 +42,7 @@ struct NotificationRouteTests {
         try await withWebhook { client in
             #expect(try await client.post("/appstore/notifications", genuine).status == .ok)
             let response = try await client.post("/appstore/notifications", tampered)
-            #expect(response.status == .badRequest)
-            #expect(try response.errorCode() == "invalid_signature")
+            try response.expectRejected(.badRequest, "invalid_signature")
         }
     }
 
@@ -53,8 +52,7 @@ struct NotificationRouteTests {
         let expiredRenewal = try Vectors.notificationBody(wrapping: "jws/certificate_expired-nested-renewal-info.jws")
         try await withWebhook { client in
             let response = try await client.post("/appstore/notifications", badTransaction)
-            #expect(response.status == .badRequest)
-            #expect(try response.errorCode() == "invalid_signature")
+            try response.expectRejected(.badRequest, "invalid_signature")
             #expect(String(buffer: response.body).contains("data.signedTransactionInfo"))
 
             let expired = try await client.post("/appstore/notifications", expiredRenewal)
@@ -71,8 +69,7 @@ struct NotificationRouteTests {
             let overLimit = #"{"signedPayload":"\#(padding)"}"#
             #expect(overLimit.utf8.count == 65 * 1024 + 1)
             let response = try await client.post("/appstore/notifications", overLimit)
-            #expect(response.status == .contentTooLarge)
-            #expect(try response.errorCode() == "input_too_large")
+            try response.expectRejected(.contentTooLarge, "input_too_large")
 
             let large = try Vectors.notificationBody(wrapping: "jws/input_too_large-70000-bytes.jws")
             #expect(try await client.post("/appstore/notifications", large).status == .contentTooLarge)
@@ -98,8 +95,7 @@ struct NotificationRouteTests {
         let body = body == "genuine" ? try Vectors.notificationBody() : body
         try await withWebhook { client in
             let response = try await client.post("/appstore/notifications", body, contentType: contentType)
-            #expect(response.status == .unsupportedMediaType)
-            #expect(try response.errorCode() == "unrecognized_input")
+            try response.expectRejected(.unsupportedMediaType, "unrecognized_input")
         }
     }
 
@@ -123,8 +119,7 @@ struct NotificationRouteTests {
     func missingSignedPayload(body: String) async throws {
         try await withWebhook { client in
             let response = try await client.post("/appstore/notifications", body)
-            #expect(response.status == .badRequest)
-            #expect(try response.errorCode() == "unrecognized_input")
+            try response.expectRejected(.badRequest, "unrecognized_input")
         }
     }
 
@@ -132,32 +127,25 @@ struct NotificationRouteTests {
     func notAJWS() async throws {
         try await withWebhook { client in
             let response = try await client.post("/appstore/notifications", #"{"signedPayload": "not a jws"}"#)
-            #expect(response.status == .badRequest)
-            #expect(try response.errorCode() == "malformed_jws")
+            try response.expectRejected(.badRequest, "malformed_jws")
         }
     }
 
-    @Test("another app's notification gets 400 bundle_id_mismatch")
-    func wrongBundleId() async throws {
+    @Test(
+        "a notification failing a configured claim gets 400 with that claim's code",
+        arguments: [
+            // Another app's notification.
+            ("RECEIPTKIT_BUNDLE_ID", "com.example.other", "bundle_id_mismatch"),
+            // A Production webhook refuses a Sandbox notification.
+            ("RECEIPTKIT_ENVIRONMENT", "Production", "environment_mismatch"),
+        ])
+    func claimMismatch(variable: String, value: String, code: String) async throws {
         var environment = Vectors.environment
-        environment["RECEIPTKIT_BUNDLE_ID"] = "com.example.other"
+        environment[variable] = value
         let body = try Vectors.notificationBody()
         try await withWebhook(environment: environment) { client in
             let response = try await client.post("/appstore/notifications", body)
-            #expect(response.status == .badRequest)
-            #expect(try response.errorCode() == "bundle_id_mismatch")
-        }
-    }
-
-    @Test("a Production webhook refuses a Sandbox notification: 400 environment_mismatch")
-    func wrongEnvironment() async throws {
-        var environment = Vectors.environment
-        environment["RECEIPTKIT_ENVIRONMENT"] = "Production"
-        let body = try Vectors.notificationBody()
-        try await withWebhook(environment: environment) { client in
-            let response = try await client.post("/appstore/notifications", body)
-            #expect(response.status == .badRequest)
-            #expect(try response.errorCode() == "environment_mismatch")
+            try response.expectRejected(.badRequest, code)
         }
     }
 
@@ -175,8 +163,7 @@ struct NotificationRouteTests {
         apple["RECEIPTKIT_ROOT_FILE"] = nil
         try await withWebhook(environment: apple) { client in
             let response = try await client.post("/appstore/notifications", body)
-            #expect(response.status == .badRequest)
-            #expect(try response.errorCode() == "untrusted_root")
+            try response.expectRejected(.badRequest, "untrusted_root")
         }
     }
 

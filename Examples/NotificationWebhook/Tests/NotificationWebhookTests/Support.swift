@@ -89,6 +89,14 @@ extension TestResponse {
         return try #require(parsed as? [String: Any], "not a JSON object: \(String(buffer: body))")
     }
 
+    /// Expects an HTTP `status` and a rejected record with error `code` in the body.
+    func expectRejected(
+        _ status: HTTPResponse.Status, _ code: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        #expect(self.status == status, sourceLocation: sourceLocation)
+        #expect(try errorCode() == code, sourceLocation: sourceLocation)
+    }
+
     /// The rejected record's error code, or `nil` when the body is no rejected record.
     func errorCode() throws -> String? {
         let object = try json()
