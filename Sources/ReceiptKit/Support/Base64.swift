@@ -140,12 +140,10 @@ enum Base64 {
         return valid ? output : nil
     }
 
-    /// Whether every byte of `text` is in the standard alphabet or is `=`: a quick test that tells
-    /// a base64 receipt from other inputs before anything is decoded. A JWS fails it at its first
-    /// `.`, found with `memchr` before the alphabet scan.
+    /// Whether every byte of `text` is in the standard alphabet or is `=`: tells a base64 receipt
+    /// that does not decode from other text, so its error is a receipt's.
     static func isStandardAlphabet(_ text: ArraySlice<UInt8>) -> Bool {
-        if containsDot(text) { return false }
-        return text.withUnsafeBufferPointer { text in
+        text.withUnsafeBufferPointer { text in
             standardTable.withUnsafeBufferPointer { table in
                 for byte in text where byte != UInt8(ascii: "=") && table[Int(byte)] & 0xC0 != 0 {
                     return false

@@ -65,18 +65,15 @@ struct CachedChain: Sendable {
 /// Bytes as a cache key: compared in full with `memcmp`, hashed by their length and their first
 /// and last 128 bytes.
 ///
-/// Hashing all of a 3 KB header per input would cost more than parsing the payload; the sampled
-/// hash still separates real headers (a certificate's serial number sits in its first bytes), and
-/// a hostile stream of colliding keys is bounded by the cache's capacity.
+/// Used for certificates (``ChainKey``) and, through ``sampledHash(_:)``, for JWS headers
+/// (``HeaderCache``): hashing all of a 3 KB header per input would cost more than parsing the
+/// payload; the sampled hash still separates real ones (a certificate's serial number sits in its
+/// first bytes), and a hostile stream of colliding keys is bounded by the cache's capacity.
 struct ByteKey: Hashable, Sendable {
     let bytes: [UInt8]
 
     init(_ bytes: [UInt8]) {
         self.bytes = bytes
-    }
-
-    init(_ bytes: ArraySlice<UInt8>) {
-        self.bytes = Array(bytes)
     }
 
     func hash(into hasher: inout Hasher) {

@@ -39,20 +39,26 @@ extension AppStoreVerifier {
         if first == UInt8(ascii: "{") {
             return try verifyJSONInput(Array(input), as: kind)
         }
-        if kind != .receipt, let der = decodedReceipt(input) {
-            return try verifyReceiptInput(as: kind) { try verifyReceipt(der) }
-        }
-        if kind == .receipt || Base64.isStandardAlphabet(input) {  // no "." in the alphabet: never a JWS
+        if kind == .receipt {
             return try verifyReceiptInput(as: kind) { try verifyReceipt(base64Bytes: input) }
+        }
+        // Every JWS has a ".", which no base64 alphabet has: one memchr tells them apart.
+        if !Base64.containsDot(input) {
+            if let der = decodedReceipt(input) {
+                return try verifyReceiptInput(as: kind) { try verifyReceipt(der) }
+            }
+            if Base64.isStandardAlphabet(input) {  // a receipt, but not canonical or too large: say which
+                return try verifyReceiptInput(as: kind) { try verifyReceipt(base64Bytes: input) }
+            }
         }
         return try verify(jwsBytes: input.count == raw.count ? raw : Array(input), as: kind)
     }
 
     /// The bytes of a receipt in canonical standard base64 within the size limit, or `nil`: a
     /// successful decoding proves the text is in the standard alphabet, so a valid receipt is
-    /// read in one pass. Anything else is told apart by ``Base64/isStandardAlphabet(_:)``.
+    /// read in one pass, and only other text is scanned by ``Base64/isStandardAlphabet(_:)``.
     private func decodedReceipt(_ input: ArraySlice<UInt8>) -> [UInt8]? {
-        guard input.count <= maximumReceiptBase64Size, input.count % 4 == 0, !Base64.containsDot(input) else { return nil }
+        guard input.count <= maximumReceiptBase64Size, input.count % 4 == 0 else { return nil }
         return Base64.decode(input, alphabet: .standardPadded)
     }
 
