@@ -85,6 +85,10 @@ enum Base64 {
     ) -> [UInt8]? {
         let remainder = count % 4
         let capacity = count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
+        // Nothing to decode (an empty segment). Not built with `unsafeUninitializedCapacity`: for
+        // zero elements the standard library writes the count into the shared empty-array storage,
+        // a write that races across threads (thread sanitizer, `ConcurrencyTests`).
+        guard capacity > 0 else { return [] }
         var valid = true
         let output = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
             var index = 0
