@@ -35,12 +35,14 @@ struct Input: Sendable {
     }
 }
 
-/// What the summary counts of one input.
+/// What the summary counts of one input, and with `--state` the record the ledger folds in.
 struct Counted: Sendable {
     let verified: Bool
     let errorCode: String?
     let kind: String?
     let environment: String?
+    /// The verified record, kept only when `--state` asks for it.
+    var record: VerificationRecord? = nil
 }
 
 /// One input's rendered output and what the summary counts of it.
@@ -55,6 +57,10 @@ struct Renderer: Sendable {
     let format: OutputFormat
     let pretty: Bool
     let expectedEnvironment: AppStoreEnvironment?
+    /// Whether per-input records are written (not with `--state -`, whose states replace them).
+    let writesRecords: Bool
+    /// Whether verified records are passed on for `--state`.
+    let keepsRecords: Bool
 
     /// Renders into bytes of its own (for a worker thread).
     func render(_ outcome: VerificationOutcome, label: InputLabel) -> Rendered {
@@ -69,17 +75,20 @@ struct Renderer: Sendable {
         var verified = outcome.isVerified
         switch format {
         case .json:
-            outcome.appendJSON(label: label, pretty: pretty, to: &bytes)
+            if writesRecords { outcome.appendJSON(label: label, pretty: pretty, to: &bytes) }
         case .csv:
-            bytes.append(contentsOf: outcome.csvRows(label: label).dropLast().utf8)
+            if writesRecords { bytes.append(contentsOf: outcome.csvRows(label: label).dropLast().utf8) }
         case .verifyreceipt:
             verified = outcome.verifyReceiptStatus(expectedEnvironment: expectedEnvironment) == 0
-            bytes.append(contentsOf: outcome.verifyReceiptJSON(
-                expectedEnvironment: expectedEnvironment, requestDate: Timestamp(Date()), pretty: pretty, id: label).utf8)
+            if writesRecords {
+                bytes.append(contentsOf: outcome.verifyReceiptJSON(
+                    expectedEnvironment: expectedEnvironment, requestDate: Timestamp(Date()), pretty: pretty, id: label).utf8)
+            }
         }
         switch outcome {
         case .verified(let record):
-            return Counted(verified: verified, errorCode: nil, kind: record.kind.rawValue, environment: record.environment)
+            return Counted(verified: verified, errorCode: nil, kind: record.kind.rawValue, environment: record.environment,
+                           record: keepsRecords ? record : nil)
         case .rejected(let error):
             return Counted(verified: false, errorCode: error.code.rawValue, kind: nil, environment: nil)
         }

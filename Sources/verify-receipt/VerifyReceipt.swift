@@ -67,15 +67,24 @@ struct VerifyReceipt: ParsableCommand {
     @Flag(name: .customLong("with-ids"), help: "Each input line is ID<TAB>INPUT; the record (and CSV row) carries \"id\": ID, so results can be joined to their source rows.")
     var withIDs = false
 
+    @Option(name: .customLong("state"), help: ArgumentHelp("At the end, write the entitlement state of every subscription and purchase the verified inputs carry to this file, one JSON object per line, sorted by bundle id, environment and original transaction id ('-': standard output, instead of the per-input records).", valueName: "path"))
+    var statePath: String?
+
+    @Option(name: .customLong("as-of"), help: ArgumentHelp("With --state: the instant the state is evaluated at, 'now' (default) or an ISO 8601 instant such as 2025-01-01T00:00:00Z.", valueName: "time"))
+    var asOf: String?
+
     func run() throws {
         guard jobs >= 1, jobs <= 1024 else { throw ValidationError("--jobs must be between 1 and 1024") }
         let verifier = try makeVerifier()
         let forcedKind = try parseKind()
+        let stateOutput = try openStateOutput()
         let sources = try openSources()
         // A line holds a JWS, or a receipt's base64 in a verifyReceipt request body.
         let receiptBase64Limit = (maximumReceiptSize + 2) / 3 * 4
         let lineLimit = max(maximumJWSSize, receiptBase64Limit) + 4096
-        let renderer = Renderer(format: format, pretty: pretty, expectedEnvironment: verifier.configuration.environment)
+        let renderer = Renderer(
+            format: format, pretty: pretty, expectedEnvironment: verifier.configuration.environment,
+            writesRecords: !(stateOutput?.replacesRecords ?? false), keepsRecords: stateOutput != nil)
         let verifyOne: @Sendable (Input) -> VerificationOutcome = { input in
             switch input.line {
             case .bytes(let bytes):
@@ -92,16 +101,18 @@ struct VerifyReceipt: ParsableCommand {
 
         var output = StandardOutput()
         var tally = Tally()
+        var ledger = EntitlementLedger()
         let reporter = ProgressReporter(mode: progress)
-        if format == .csv {
+        if format == .csv, renderer.writesRecords {
             output.write(Array(VerificationOutcome.csvHeader(withIDs: withIDs).joined(separator: ",").utf8))
         }
         let count: (Counted) -> Void = { counted in
             tally.add(counted)
             reporter.update(tally)
+            if let record = counted.record { ledger.add(record) }
         }
         let deliver: (Rendered) -> Void = { rendered in
-            output.write(rendered.bytes)
+            if renderer.writesRecords { output.write(rendered.bytes) }
             count(rendered.counted)
         }
         let pipeline = jobs > 1 ? OrderedPipeline(jobs: jobs, work: work, deliver: deliver) : nil
@@ -117,9 +128,12 @@ struct VerifyReceipt: ParsableCommand {
                 : Input(number: inputNumber, line: line, label: InputLabel(number: inputNumber))
             if let pipeline {
                 pipeline.submit(input, size: input.size)
-            } else {
+            } else if renderer.writesRecords {
                 // One job: render straight into the output buffer.
                 count(output.writeLine { renderer.render(verifyOne(input), label: input.label, appendingTo: &$0) })
+            } else {
+                var nothing: [UInt8] = []
+                count(renderer.render(verifyOne(input), label: input.label, appendingTo: &nothing))
             }
         }
         for source in sources {
@@ -144,6 +158,9 @@ struct VerifyReceipt: ParsableCommand {
         }
         pipeline?.finish()
         output.flush()
+        if let stateOutput {
+            try stateOutput.write(ledger.states(at: stateOutput.asOf))
+        }
         reporter.finish(tally)
         if summary {
             Self.complain(tally.summary())
@@ -198,6 +215,31 @@ struct VerifyReceipt: ParsableCommand {
         return AppStoreVerifier(configuration)
     }
 
+    /// Parses `--state` and `--as-of`, and creates the state file up front, so an unwritable path
+    /// is reported before any input is read.
+    private func openStateOutput() throws -> StateOutput? {
+        guard let statePath else {
+            if asOf != nil { throw ValidationError("--as-of applies to --state; give --state PATH too") }
+            return nil
+        }
+        let instant: Timestamp
+        switch asOf ?? "now" {
+        case "now": instant = Timestamp(Date())
+        case let text:
+            guard let parsed = Timestamp(rfc3339: text) else {
+                throw ValidationError("--as-of must be 'now' or an ISO 8601 instant such as 2025-01-01T00:00:00Z")
+            }
+            instant = parsed
+        }
+        if statePath == "-" { return StateOutput(descriptor: 1, asOf: instant) }
+        let descriptor = open(statePath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard descriptor >= 0 else {
+            Self.complain("verify-receipt: cannot create \(statePath): \(String(cString: strerror(errno)))")
+            throw ExitCode(73)
+        }
+        return StateOutput(descriptor: descriptor, asOf: instant)
+    }
+
     private func parseKind() throws -> PayloadKind? {
         guard let kind else { return nil }
         guard let parsed = PayloadKind(rawValue: kind) else {
@@ -245,9 +287,41 @@ struct InputSource {
     }
 }
 
-/// Buffered standard output, one record per line.
+/// Where `--state` writes the states: a file, or standard output in place of the records.
+struct StateOutput {
+    let descriptor: Int32
+    /// The instant the states are evaluated at (`--as-of`).
+    let asOf: Timestamp
+
+    /// Whether the states go to standard output, instead of the per-input records.
+    var replacesRecords: Bool { descriptor == 1 }
+
+    /// Writes one state per line and closes the file.
+    func write(_ states: [SubscriptionState]) throws {
+        var output = StandardOutput(descriptor: descriptor)
+        for state in states {
+            output.writeLine { state.appendJSON(to: &$0) }
+        }
+        output.flush()
+        if descriptor != 1 {
+            guard output.failed == false, Foundation.close(descriptor) == 0 else {
+                VerifyReceipt.complain("verify-receipt: cannot write the state file: \(String(cString: strerror(errno)))")
+                throw ExitCode(73)
+            }
+        }
+    }
+}
+
+/// Buffered output to a file descriptor (standard output unless told), one record per line.
 struct StandardOutput {
     private var buffer: [UInt8] = []
+    private let descriptor: Int32
+    /// Whether a write failed (a full disk, a closed pipe).
+    private(set) var failed = false
+
+    init(descriptor: Int32 = 1) {
+        self.descriptor = descriptor
+    }
 
     mutating func write(_ line: [UInt8]) {
         writeLine { $0.append(contentsOf: line) }
@@ -264,9 +338,10 @@ struct StandardOutput {
     mutating func flush() {
         var offset = 0
         while offset < buffer.count {
-            let written = buffer[offset...].withUnsafeBytes { Foundation.write(1, $0.baseAddress, $0.count) }
+            let written = buffer[offset...].withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
             if written <= 0 {
                 if written < 0, errno == EINTR { continue }
+                failed = true
                 break
             }
             offset += written

@@ -219,3 +219,16 @@ enum CivilCalendar {
         }
     }
 }
+
+extension Timestamp: Codable {
+    /// Decodes whole milliseconds since 1970, as ``init(millisecondsSince1970:)``.
+    public init(from decoder: any Decoder) throws {
+        self.init(millisecondsSince1970: try decoder.singleValueContainer().decode(Int64.self))
+    }
+
+    /// Encodes ``millisecondsSince1970``, as Apple writes dates.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(millisecondsSince1970)
+    }
+}

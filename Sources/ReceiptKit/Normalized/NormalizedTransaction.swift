@@ -14,7 +14,7 @@ public struct NormalizedTransaction: Sendable, Hashable {
     }
 
     /// A subscription offer applied to the purchase.
-    public struct Offer: Sendable, Hashable {
+    public struct Offer: Sendable, Hashable, Codable {
         /// `introductory`, `promotional`, `offer_code`, `win_back`, or Apple's raw number.
         public let type: String?
         /// The offer identifier (a promotional offer or offer code name).
