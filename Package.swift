@@ -45,6 +45,8 @@ let package = Package(
         // Measures verify-receipt against `openssl speed`; not part of `swift test`.
         .executableTarget(
             name: "receiptkit-benchmark",
+            // libcrypto signs the synthetic archive of distinct transactions `--state` is measured on.
+            dependencies: ["CReceiptKitOpenSSL"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,12 +1,13 @@
 // receiptkit-benchmark: measures verify-receipt against this machine's own OpenSSL limits, in one
 // run. Usage (from the package root):
 //
-//     swift run -c release receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--repetitions N]
+//     swift run -c release receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N]
+//         [--state-subscriptions N] [--state-renewals N] [--repetitions N]
 //
 // It runs `openssl speed ecdsap256 rsa2048` (single core), then the release `verify-receipt`
 // beside this executable over generated batches of the project's own test vectors, and prints
-// the rates, the ratios and the targets of the batch issue. Every rate, OpenSSL's included, is
-// the best of --repetitions runs (default 3).
+// the rates, the ratios and the targets of the batch and entitlement-state issues. Every rate,
+// OpenSSL's included, is the best of --repetitions runs (default 3).
 import Foundation
 
 #if canImport(Glibc)
@@ -17,6 +18,9 @@ struct Options {
     var jwsInputs = 100_000
     var receiptInputs = 30_000
     var memoryInputs = 200_000
+    /// `--state` is measured on subscriptions × renewals distinct transactions.
+    var stateSubscriptions = 20_000
+    var stateRenewals = 10
     var opensslSeconds = 3
     /// Timed runs per measure; the best counts, for OpenSSL's rates as for verify-receipt's.
     var repetitions = 3
@@ -29,10 +33,12 @@ struct Options {
             case ("--jws", let value?): jwsInputs = value
             case ("--receipts", let value?): receiptInputs = value
             case ("--memory-inputs", let value?): memoryInputs = value
+            case ("--state-subscriptions", let value?) where value >= 1: stateSubscriptions = value
+            case ("--state-renewals", let value?) where value >= 1: stateRenewals = value
             case ("--openssl-seconds", let value?): opensslSeconds = value
             case ("--repetitions", let value?) where value >= 1: repetitions = value
             default:
-                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--openssl-seconds N] [--repetitions N]\n".utf8))
+                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--state-subscriptions N] [--state-renewals N] [--openssl-seconds N] [--repetitions N]\n".utf8))
                 exit(64)
             }
         }
@@ -142,6 +148,9 @@ let everyFieldFile = try batchFile("jws-every-field.txt", [everyFieldJWS], count
 let receiptFile = try batchFile("receipts.txt", [receiptLine], count: options.receiptInputs, directory: directory)
 let memoryFile = try batchFile(
     "memory.txt", typicalJWS + [everyFieldJWS, receiptLine, "not a jws"], count: options.memoryInputs, directory: directory)
+let stateFile = directory.appendingPathComponent("archive.txt").path
+let stateInputs = try TransactionArchive(pki: "\(root)/TestVectors/pki")
+    .write(to: stateFile, subscriptions: options.stateSubscriptions, renewals: options.stateRenewals)
 let jwsTrust = ["--root", "\(root)/TestVectors/pki/root.der"]
 let receiptTrust = ["--root", "\(root)/TestVectors/receipts/pki/root.der"]
 let mixedTrust = jwsTrust + receiptTrust
@@ -175,6 +184,13 @@ let (jwsAll, _) = try rate(jwsTrust + ["--jobs", String(cores)], jwsFile, option
 let (receipts1, _) = try rate(receiptTrust + ["--jobs", "1"], receiptFile, options.receiptInputs)
 let (receiptsAll, _) = try rate(receiptTrust + ["--jobs", String(cores)], receiptFile, options.receiptInputs)
 let memoryRun = try measure(verifyReceipt, mixedTrust + ["--jobs", "2"], input: memoryFile)
+let archiveArguments = jwsTrust + ["--jobs", String(cores)]
+let (withoutState, _) = try rate(archiveArguments, stateFile, stateInputs)
+let (withState, stateRun) = try rate(
+    archiveArguments + ["--state", directory.appendingPathComponent("state.jsonl").path, "--as-of", "2025-06-01T00:00:00Z"],
+    stateFile, stateInputs)
+let stateKeys = (try? String(contentsOf: directory.appendingPathComponent("state.jsonl"), encoding: .utf8))?
+    .split(separator: "\n").count ?? 0
 
 print(String(format: "JWS, 1 job:              %10.0f /s (typical transactions, 0.5-0.7 KB payloads)", jws1))
 print(String(format: "JWS, 1 job, every field: %10.0f /s (1.6 KB payload; ratio %.2f, for reference)", everyField1, everyField1 / ecdsa))
@@ -183,12 +199,16 @@ print(String(format: "receipts, 1 job:         %10.0f /s", receipts1))
 print(String(format: "receipts, %d jobs:        %10.0f /s", cores, receiptsAll))
 print(String(format: "%d mixed inputs, 2 jobs: peak RSS %.1f MiB in %.1f s", options.memoryInputs,
              Double(memoryRun.peakResidentBytes) / 1_048_576, memoryRun.seconds))
+print(String(format: "%d distinct transactions, %d jobs: %.0f /s; with --state %.0f /s, %d keys, peak RSS %.1f MiB",
+             stateInputs, cores, withoutState, withState, stateKeys, Double(stateRun.peakResidentBytes) / 1_048_576))
 
 let checks: [(String, Double, Double)] = [
     ("JWS 1 job (typical) / openssl ecdsap256 verify", jws1 / ecdsa, 0.75),
     ("JWS \(cores) jobs / JWS 1 job", jwsAll / jws1, cores >= 2 ? 1.7 : 1.0),
     ("receipts 1 job / openssl rsa2048 verify", receipts1 / rsa, 0.25),
     ("peak RSS MiB, \(options.memoryInputs) inputs, 2 jobs (at most)", Double(memoryRun.peakResidentBytes) / 1_048_576, 64),
+    ("--state time / without, \(stateInputs) transactions (at most)", withoutState / withState, 1.10),
+    ("--state peak RSS MiB, \(stateInputs) transactions (at most)", Double(stateRun.peakResidentBytes) / 1_048_576, 64),
 ]
 var failed = false
 for (name, value, target) in checks {

@@ -345,6 +345,43 @@ struct EntitlementRuleTests {
         #expect(ledger.states(at: PurchaseHistory.day(1)).isEmpty)
     }
 
+    @Test("the worked example of docs/entitlement-state.md")
+    func workedExample() throws {
+        let trial = try history.transactionJWS(id: "1001", original: "1001", purchased: 0, expires: 7, signed: 0,
+                                               offerType: 1, offerDiscountType: "FREE_TRIAL")
+        let renewal = try history.transactionJWS(id: "1002", original: "1001", purchased: 7, expires: 37, signed: 6.9)
+        let recovery = try history.transactionJWS(id: "1003", original: "1001", purchased: 39, expires: 69, signed: 39)
+        let notifications = [
+            try history.notificationJWS(type: "SUBSCRIBED", subtype: "INITIAL_BUY", signed: 0, transaction: trial,
+                                        renewalInfo: try history.renewalInfoJWS(original: "1001", signed: 0, renewal: 7)),
+            try history.notificationJWS(type: "DID_RENEW", signed: 6.9, transaction: renewal,
+                                        renewalInfo: try history.renewalInfoJWS(original: "1001", signed: 6.9, renewal: 37)),
+            try history.notificationJWS(
+                type: "DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", signed: 37.1, transaction: renewal,
+                renewalInfo: try history.renewalInfoJWS(original: "1001", signed: 37.1, billingRetry: true,
+                                                        gracePeriodEnds: 43, renewal: 37)),
+            try history.notificationJWS(type: "DID_RENEW", subtype: "BILLING_RECOVERY", signed: 39, transaction: recovery,
+                                        renewalInfo: try history.renewalInfoJWS(original: "1001", signed: 39, renewal: 69)),
+        ]
+        var random = SplitMix64(seed: 1)
+        var arriving = notifications + [notifications[2], notifications[0]]
+        arriving.shuffle(using: &random)
+        let ledger = try history.ledger(arriving)
+        let page = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("docs/entitlement-state.md"),
+                              encoding: .utf8)
+        let block = try #require(page.components(separatedBy: "```json\n").dropFirst().first?
+            .components(separatedBy: "\n```").first)
+        let instant = try #require(Timestamp(rfc3339: "2025-07-09T00:00:00Z"))
+        #expect(ledger.states(at: instant).map { $0.json() } == [block])
+        let eleventh = try #require(Timestamp(rfc3339: "2025-07-11T00:00:00Z"))
+        let later = try #require(ledger.states(at: eleventh).first)
+        #expect(later.status == .active)
+        #expect(later.expiresDate?.iso8601 == "2025-08-09T00:00:00.000Z")
+        #expect(later.gracePeriodExpiresDate == nil)
+        let beforeAll = try #require(Timestamp(rfc3339: "2025-05-31T23:59:59Z"))
+        #expect(ledger.states(at: beforeAll).isEmpty)
+    }
+
     @Test("the state line: members, order and formats")
     func json() throws {
         let state = try #require(try history.state(try trialPurchase(), at: 1))

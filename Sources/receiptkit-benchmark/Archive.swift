@@ -1,0 +1,100 @@
+import CReceiptKitOpenSSL
+import Foundation
+
+/// A synthetic archive of distinct, genuine transactions for measuring `--state`: `subscriptions`
+/// customers, each with `renewals` monthly renewals sharing one original transaction id, every
+/// transaction signed under the test PKI's leaf. Duplicates would cost the ledger nothing, so
+/// only distinct transactions measure what it keeps.
+struct TransactionArchive {
+    let header: String
+    let key: OpaquePointer
+
+    /// Loads the test PKI's chain and leaf key from `pki` (`TestVectors/pki`).
+    init(pki: String) throws {
+        let chain = try ["leaf.der", "intermediate.der", "root.der"].map {
+            try Data(contentsOf: URL(fileURLWithPath: "\(pki)/\($0)")).base64EncodedString()
+        }
+        let json = "{\"alg\":\"ES256\",\"x5c\":[\(chain.map { "\"\($0)\"" }.joined(separator: ","))]}"
+        header = Self.base64URL(Array(json.utf8))
+        let pem = try Data(contentsOf: URL(fileURLWithPath: "\(pki)/leaf.key"))
+        let loaded: OpaquePointer? = pem.withUnsafeBytes { buffer in
+            let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
+            defer { BIO_free(bio) }
+            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+        }
+        guard let loaded else { throw CocoaError(.fileReadCorruptFile) }
+        key = loaded
+    }
+
+    /// Writes the archive, one JWS per line, and returns how many it wrote.
+    func write(to path: String, subscriptions: Int, renewals: Int) throws -> Int {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        let month: Int64 = 30 * 86_400_000
+        let start: Int64 = 1_704_067_200_000  // 2024-01-01, inside the test leaf's validity
+        var chunk: [UInt8] = []
+        for subscription in 0..<subscriptions {
+            let original = 2_000_000_000_000_000 + Int64(subscription) * Int64(renewals)
+            let token = String(format: "%08x-0000-4000-8000-%012x", subscription, subscription)
+            for renewal in 0..<renewals {
+                let purchased = start + Int64(subscription % 30) * 86_400_000 + Int64(renewal) * month
+                let payload = """
+                    {"transactionId":"\(original + Int64(renewal))","originalTransactionId":"\(original)",\
+                    "bundleId":"com.receiptkit.example","productId":"com.receiptkit.example.premium.monthly",\
+                    "subscriptionGroupIdentifier":"21581234","purchaseDate":\(purchased),\
+                    "originalPurchaseDate":\(start),"expiresDate":\(purchased + month),"quantity":1,\
+                    "type":"Auto-Renewable Subscription","appAccountToken":"\(token)",\
+                    "inAppOwnershipType":"PURCHASED","signedDate":\(purchased),"environment":"Sandbox",\
+                    "transactionReason":"\(renewal == 0 ? "PURCHASE" : "RENEWAL")","storefront":"USA",\
+                    "storefrontId":"143441","price":9990,"currency":"USD"}
+                    """
+                chunk.append(contentsOf: try sign(payload).utf8)
+                chunk.append(0x0A)
+                if chunk.count > 1 << 20 {
+                    handle.write(Data(chunk))
+                    chunk.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+        handle.write(Data(chunk))
+        return subscriptions * renewals
+    }
+
+    /// A compact JWS over `payload` with a fresh ES256 signature.
+    private func sign(_ payload: String) throws -> String {
+        let input = header + "." + Self.base64URL(Array(payload.utf8))
+        guard let context = EVP_MD_CTX_new() else { throw CocoaError(.featureUnsupported) }
+        defer { EVP_MD_CTX_free(context) }
+        var length = 0
+        let message = Array(input.utf8)
+        guard EVP_DigestSignInit_ex(context, nil, "SHA256", nil, nil, key, nil) == 1,
+              EVP_DigestSign(context, nil, &length, message, message.count) == 1
+        else { throw CocoaError(.featureUnsupported) }
+        var der = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(context, &der, &length, message, message.count) == 1 else {
+            throw CocoaError(.featureUnsupported)
+        }
+        return input + "." + Self.base64URL(try Self.rawSignature(Array(der[..<length])))
+    }
+
+    /// `r ‖ s`, 32 bytes each, from a DER `Ecdsa-Sig-Value` (short-form lengths: P-256 fits).
+    private static func rawSignature(_ der: [UInt8]) throws -> [UInt8] {
+        var index = 2
+        var raw: [UInt8] = []
+        for _ in 0..<2 {
+            guard index + 1 < der.count, der[index] == 0x02 else { throw CocoaError(.fileReadCorruptFile) }
+            let count = Int(der[index + 1])
+            let value = der[(index + 2)..<(index + 2 + count)].drop { $0 == 0 }
+            raw += [UInt8](repeating: 0, count: 32 - value.count) + value
+            index += 2 + count
+        }
+        return raw
+    }
+
+    static func base64URL(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
