@@ -20,17 +20,14 @@
 /// - Warning: Decoding (`Codable`) trusts the encoded data: decode only what your own service
 ///   encoded and stored, never a ledger that reached you from outside.
 public struct EntitlementLedger: Sendable, Hashable {
-    /// Every distinct copy of every transaction, by key, transaction id and signed date.
-    private var transactions: [SubscriptionKey: [CopyID: LedgerTransaction]] = [:]
-    /// Every distinct copy of every renewal info, by environment, original transaction id and
-    /// signed date.
-    private var renewalInfos: [RenewalKey: [Timestamp: LedgerRenewalInfo]] = [:]
-
-    /// One copy of one transaction: its id and when it was signed.
-    struct CopyID: Sendable, Hashable {
-        let transactionId: String
-        let knownFrom: Timestamp
-    }
+    /// Every distinct copy of every transaction, by key; each array sorted by transaction id, then
+    /// signed date, one entry per id and date.
+    private var transactions: [SubscriptionKey: [LedgerTransaction]] = [:]
+    /// Every distinct copy of every renewal info, by environment and original transaction id;
+    /// each array sorted by signed date, one entry per date.
+    private var renewalInfos: [RenewalKey: [LedgerRenewalInfo]] = [:]
+    /// One shared instance of each distinct repeating value, so a renewal costs its dates and ids.
+    private var pool = Pool()
 
     /// An empty ledger.
     public init() {}
@@ -40,6 +37,15 @@ public struct EntitlementLedger: Sendable, Hashable {
 
     /// The keys of every subscription or purchase a transaction was folded in for, sorted.
     public var keys: [SubscriptionKey] { transactions.keys.sorted() }
+
+    public static func == (lhs: EntitlementLedger, rhs: EntitlementLedger) -> Bool {
+        lhs.transactions == rhs.transactions && lhs.renewalInfos == rhs.renewalInfos
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(transactions)
+        hasher.combine(renewalInfos)
+    }
 
     // MARK: Folding
 
@@ -101,10 +107,12 @@ public struct EntitlementLedger: Sendable, Hashable {
     /// - Parameter other: Another ledger.
     public mutating func merge(_ other: EntitlementLedger) {
         for (key, copies) in other.transactions {
-            for copy in copies.values { insert(copy, under: key) }
+            let key = SubscriptionKey(bundleId: pool.string(key.bundleId), environment: pool.string(key.environment),
+                                      originalTransactionId: key.originalTransactionId)
+            for copy in copies { insert(copy.sharing(pool.traits(copy.traits)), under: key) }
         }
         for (key, copies) in other.renewalInfos {
-            for copy in copies.values { insert(copy, under: key) }
+            for copy in copies { insert(copy.sharing(pool.traits(copy.traits)), under: key) }
         }
     }
 
@@ -112,36 +120,86 @@ public struct EntitlementLedger: Sendable, Hashable {
         // A purchase without a transaction id cannot be told from another; Apple always writes one.
         guard let id = transaction.transactionId else { return }
         let key = SubscriptionKey(
-            bundleId: transaction.bundleId ?? "", environment: transaction.environment ?? "",
+            bundleId: pool.string(transaction.bundleId ?? ""), environment: pool.string(transaction.environment ?? ""),
             originalTransactionId: transaction.originalTransactionId ?? id)
-        insert(LedgerTransaction(transaction, id: id, knownFrom: knownFrom, revokedAt: revokedAt), under: key)
+        let traits = pool.traits(TransactionTraits(
+            productId: transaction.productId, productType: transaction.productType,
+            subscriptionGroupId: transaction.subscriptionGroupId, revocationReason: transaction.revocationReason,
+            ownershipType: transaction.ownershipType, offer: transaction.offer, appAccountToken: transaction.appAccountToken))
+        insert(LedgerTransaction(
+            id: TransactionID(id), knownFrom: knownFrom, purchaseDate: transaction.purchaseDate,
+            expiresDate: transaction.expiresDate, revocationDate: transaction.revocationDate ?? revokedAt,
+            isUpgraded: transaction.isUpgraded == true, traits: traits), under: key)
     }
 
     private mutating func add(_ renewalInfo: JWSRenewalInfo, knownFrom: Timestamp) {
         guard let originalTransactionId = renewalInfo.originalTransactionId else { return }
-        let key = RenewalKey(environment: renewalInfo.rawEnvironment ?? "", originalTransactionId: originalTransactionId)
-        insert(LedgerRenewalInfo(renewalInfo, knownFrom: knownFrom), under: key)
+        let key = RenewalKey(environment: pool.string(renewalInfo.rawEnvironment ?? ""),
+                             originalTransactionId: originalTransactionId)
+        let traits = pool.traits(RenewalTraits(
+            productId: renewalInfo.productId, autoRenewProductId: renewalInfo.autoRenewProductId,
+            appAccountToken: renewalInfo.appAccountToken))
+        insert(LedgerRenewalInfo(
+            knownFrom: knownFrom, gracePeriodExpiresDate: renewalInfo.gracePeriodExpiresDate,
+            renewalDate: renewalInfo.renewalDate, autoRenewStatus: renewalInfo.autoRenewStatus,
+            expirationIntent: renewalInfo.expirationIntent, isInBillingRetryPeriod: renewalInfo.isInBillingRetryPeriod == true,
+            traits: traits), under: key)
     }
 
+    /// Stores a copy of a transaction: once per id and signed date; of two different copies
+    /// with the same id and date, the one the fixed order ranks first.
     private mutating func insert(_ copy: LedgerTransaction, under key: SubscriptionKey) {
-        let id = CopyID(transactionId: copy.transactionId, knownFrom: copy.knownFrom)
-        transactions[key, default: [:]][id, default: copy] = Self.winner(copy, transactions[key]?[id])
+        Self.insert(copy, into: &transactions[key, default: []], sameCopy: { $0.id == copy.id && $0.knownFrom == copy.knownFrom },
+                    isBefore: { $0.isStored(before: $1) }, wins: { $0.outranks($1) })
     }
 
     private mutating func insert(_ copy: LedgerRenewalInfo, under key: RenewalKey) {
-        renewalInfos[key, default: [:]][copy.knownFrom, default: copy] = Self.winner(copy, renewalInfos[key]?[copy.knownFrom])
+        Self.insert(copy, into: &renewalInfos[key, default: []], sameCopy: { $0.knownFrom == copy.knownFrom },
+                    isBefore: { $0.knownFrom < $1.knownFrom }, wins: { $0.supersedes($1) })
     }
 
-    /// Of two copies with the same id and signed date (normally the same copy, folded twice), the
-    /// one the fixed order ranks first.
-    private static func winner(_ new: LedgerTransaction, _ old: LedgerTransaction?) -> LedgerTransaction {
-        guard let old, old != new else { return new }
-        return new.outranks(old) ? new : old
+    /// Inserts `copy` into the sorted `copies` by binary search, or keeps the winner of the two
+    /// when a copy with the same identity is there.
+    private static func insert<Copy: Equatable>(
+        _ copy: Copy, into copies: inout [Copy], sameCopy: (Copy) -> Bool, isBefore: (Copy, Copy) -> Bool,
+        wins: (Copy, Copy) -> Bool
+    ) {
+        var low = 0
+        var high = copies.count
+        while low < high {
+            let middle = (low + high) / 2
+            if isBefore(copies[middle], copy) { low = middle + 1 } else { high = middle }
+        }
+        if low < copies.count, sameCopy(copies[low]) {
+            if copies[low] != copy, wins(copy, copies[low]) { copies[low] = copy }
+        } else {
+            copies.insert(copy, at: low)
+        }
     }
 
-    private static func winner(_ new: LedgerRenewalInfo, _ old: LedgerRenewalInfo?) -> LedgerRenewalInfo {
-        guard let old, old != new else { return new }
-        return new.supersedes(old) ? new : old
+    /// Shared instances of repeating values.
+    private struct Pool: Sendable {
+        private var strings: Set<String> = []
+        private var transactionTraits: Set<TransactionTraits> = []
+        private var renewalTraits: Set<RenewalTraits> = []
+
+        mutating func string(_ value: String) -> String {
+            if let index = strings.firstIndex(of: value) { return strings[index] }
+            strings.insert(value)
+            return value
+        }
+
+        mutating func traits(_ value: TransactionTraits) -> TransactionTraits {
+            if let index = transactionTraits.firstIndex(of: value) { return transactionTraits[index] }
+            transactionTraits.insert(value)
+            return value
+        }
+
+        mutating func traits(_ value: RenewalTraits) -> RenewalTraits {
+            if let index = renewalTraits.firstIndex(of: value) { return renewalTraits[index] }
+            renewalTraits.insert(value)
+            return value
+        }
     }
 
     // MARK: State
@@ -173,21 +231,21 @@ public struct EntitlementLedger: Sendable, Hashable {
     /// - Returns: Its state, or `nil`.
     public func state(for key: SubscriptionKey, at instant: Timestamp) -> SubscriptionState? {
         guard let copies = transactions[key] else { return nil }
-        var latest: [String: LedgerTransaction] = [:]
+        // Sorted by id, then signed date: the last copy of each id signed by `instant` wins.
+        var latest: [LedgerTransaction] = []
         var lastSigned = knownSinceAlways
-        for copy in copies.values where copy.knownFrom <= instant {
+        for copy in copies where copy.knownFrom <= instant {
             lastSigned = max(lastSigned, copy.knownFrom)
-            if let kept = latest[copy.transactionId], !copy.supersedes(kept) { continue }
-            latest[copy.transactionId] = copy
+            if let last = latest.last, last.id == copy.id {
+                latest[latest.count - 1] = copy
+            } else {
+                latest.append(copy)
+            }
         }
-        var renewalInfo: LedgerRenewalInfo?
-        for copy in renewalInfos[key.renewalKey]?.values ?? [:].values where copy.knownFrom <= instant {
-            lastSigned = max(lastSigned, copy.knownFrom)
-            if let kept = renewalInfo, !copy.supersedes(kept) { continue }
-            renewalInfo = copy
-        }
-        return SubscriptionState(key: key, transactions: Array(latest.values), renewalInfo: renewalInfo,
-                                 lastSignedDate: lastSigned, at: instant)
+        let renewalInfo = renewalInfos[key.renewalKey]?.last { $0.knownFrom <= instant }
+        if let renewalInfo { lastSigned = max(lastSigned, renewalInfo.knownFrom) }
+        return SubscriptionState(key: key, transactions: latest, renewalInfo: renewalInfo, lastSignedDate: lastSigned,
+                                 at: instant)
     }
 }
 
@@ -199,46 +257,71 @@ extension EntitlementLedger: Codable {
         case renewalInfos = "renewal_infos"
     }
 
-    private struct KeyedTransaction: Codable {
+    /// One stored transaction copy with its key, as encoded.
+    private struct StoredTransaction: Codable {
         let key: SubscriptionKey
-        let copy: LedgerTransaction
+        let transactionId: String
+        let knownFrom: Timestamp
+        let purchaseDate: Timestamp?
+        let expiresDate: Timestamp?
+        let revocationDate: Timestamp?
+        let isUpgraded: Bool
+        let productId: String?
+        let productType: String?
+        let subscriptionGroupId: String?
+        let revocationReason: String?
+        let ownershipType: String?
+        let offer: NormalizedTransaction.Offer?
+        let appAccountToken: String?
     }
 
-    private struct KeyedRenewalInfo: Codable {
-        let key: RenewalKey
-        let copy: LedgerRenewalInfo
+    /// One stored renewal info copy with its key, as encoded.
+    private struct StoredRenewalInfo: Codable {
+        let environment: String
+        let originalTransactionId: String
+        let knownFrom: Timestamp
+        let gracePeriodExpiresDate: Timestamp?
+        let renewalDate: Timestamp?
+        let autoRenewStatus: Int32?
+        let expirationIntent: Int32?
+        let isInBillingRetryPeriod: Bool
+        let productId: String?
+        let autoRenewProductId: String?
+        let appAccountToken: String?
     }
 
     /// The encoding's format, written first so that a later format can still read this one.
     private static let formatVersion = 1
 
-    /// Encodes every copy, sorted, so that equal ledgers encode to the same bytes with a
-    /// `JSONEncoder` whose `outputFormatting` includes `.sortedKeys`.
+    /// Encodes every copy in the ledger's own sorted order, so that equal ledgers encode to the
+    /// same bytes with a `JSONEncoder` whose `outputFormatting` includes `.sortedKeys`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(Self.formatVersion, forKey: .version)
-        let keyedTransactions = transactions.flatMap { key, copies in
-            copies.values.map { KeyedTransaction(key: key, copy: $0) }
-        }.sorted { lhs, rhs in
-            if lhs.key != rhs.key { return lhs.key < rhs.key }
-            if lhs.copy.transactionId != rhs.copy.transactionId {
-                return lhs.copy.transactionId.utf8.lexicographicallyPrecedes(rhs.copy.transactionId.utf8)
+        let stored = transactions.keys.sorted().flatMap { key in
+            transactions[key, default: []].map { copy in
+                StoredTransaction(
+                    key: key, transactionId: copy.id.description, knownFrom: copy.knownFrom,
+                    purchaseDate: copy.purchaseDate, expiresDate: copy.expiresDate, revocationDate: copy.revocationDate,
+                    isUpgraded: copy.isUpgraded, productId: copy.traits.productId, productType: copy.traits.productType,
+                    subscriptionGroupId: copy.traits.subscriptionGroupId, revocationReason: copy.traits.revocationReason,
+                    ownershipType: copy.traits.ownershipType, offer: copy.traits.offer,
+                    appAccountToken: copy.traits.appAccountToken)
             }
-            return lhs.copy.knownFrom < rhs.copy.knownFrom
         }
-        try container.encode(keyedTransactions, forKey: .transactions)
-        let keyedRenewalInfos = renewalInfos.flatMap { key, copies in
-            copies.values.map { KeyedRenewalInfo(key: key, copy: $0) }
-        }.sorted { lhs, rhs in
-            if lhs.key.environment != rhs.key.environment {
-                return lhs.key.environment.utf8.lexicographicallyPrecedes(rhs.key.environment.utf8)
+        try container.encode(stored, forKey: .transactions)
+        let storedRenewalInfos = renewalInfos.keys.sorted().flatMap { key in
+            renewalInfos[key, default: []].map { copy in
+                StoredRenewalInfo(
+                    environment: key.environment, originalTransactionId: key.originalTransactionId,
+                    knownFrom: copy.knownFrom, gracePeriodExpiresDate: copy.gracePeriodExpiresDate,
+                    renewalDate: copy.renewalDate, autoRenewStatus: copy.autoRenewStatus,
+                    expirationIntent: copy.expirationIntent, isInBillingRetryPeriod: copy.isInBillingRetryPeriod,
+                    productId: copy.traits.productId, autoRenewProductId: copy.traits.autoRenewProductId,
+                    appAccountToken: copy.traits.appAccountToken)
             }
-            if lhs.key.originalTransactionId != rhs.key.originalTransactionId {
-                return lhs.key.originalTransactionId.utf8.lexicographicallyPrecedes(rhs.key.originalTransactionId.utf8)
-            }
-            return lhs.copy.knownFrom < rhs.copy.knownFrom
         }
-        try container.encode(keyedRenewalInfos, forKey: .renewalInfos)
+        try container.encode(storedRenewalInfos, forKey: .renewalInfos)
     }
 
     /// Decodes a ledger this type encoded.
@@ -251,11 +334,30 @@ extension EntitlementLedger: Codable {
                 debugDescription: "entitlement ledger format \(version) is not \(Self.formatVersion)")
         }
         self.init()
-        for entry in try container.decode([KeyedTransaction].self, forKey: .transactions) {
-            insert(entry.copy, under: entry.key)
+        for stored in try container.decode([StoredTransaction].self, forKey: .transactions) {
+            let key = SubscriptionKey(
+                bundleId: pool.string(stored.key.bundleId), environment: pool.string(stored.key.environment),
+                originalTransactionId: stored.key.originalTransactionId)
+            let traits = pool.traits(TransactionTraits(
+                productId: stored.productId, productType: stored.productType,
+                subscriptionGroupId: stored.subscriptionGroupId, revocationReason: stored.revocationReason,
+                ownershipType: stored.ownershipType, offer: stored.offer, appAccountToken: stored.appAccountToken))
+            insert(LedgerTransaction(
+                id: TransactionID(stored.transactionId), knownFrom: stored.knownFrom, purchaseDate: stored.purchaseDate,
+                expiresDate: stored.expiresDate, revocationDate: stored.revocationDate, isUpgraded: stored.isUpgraded,
+                traits: traits), under: key)
         }
-        for entry in try container.decode([KeyedRenewalInfo].self, forKey: .renewalInfos) {
-            insert(entry.copy, under: entry.key)
+        for stored in try container.decode([StoredRenewalInfo].self, forKey: .renewalInfos) {
+            let key = RenewalKey(environment: pool.string(stored.environment),
+                                 originalTransactionId: stored.originalTransactionId)
+            let traits = pool.traits(RenewalTraits(
+                productId: stored.productId, autoRenewProductId: stored.autoRenewProductId,
+                appAccountToken: stored.appAccountToken))
+            insert(LedgerRenewalInfo(
+                knownFrom: stored.knownFrom, gracePeriodExpiresDate: stored.gracePeriodExpiresDate,
+                renewalDate: stored.renewalDate, autoRenewStatus: stored.autoRenewStatus,
+                expirationIntent: stored.expirationIntent, isInBillingRetryPeriod: stored.isInBillingRetryPeriod,
+                traits: traits), under: key)
         }
     }
 }

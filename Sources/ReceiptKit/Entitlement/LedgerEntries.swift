@@ -1,5 +1,6 @@
 // What the entitlement ledger keeps of each verified record: only the members subscription state
-// depends on, with the instant from which the copy was known.
+// depends on, with the instant from which the copy was known, stored compactly — an archive holds
+// hundreds of thousands of transactions, and most of their members repeat.
 
 /// What a subscription's state is keyed by: the app, the environment and the original
 /// transaction id that every renewal of the subscription (and every upgrade or downgrade within
@@ -45,74 +46,107 @@ public struct SubscriptionKey: Sendable, Hashable, Comparable, Codable, CustomSt
 }
 
 /// Where renewal infos are kept: environment and original transaction id.
-struct RenewalKey: Sendable, Hashable, Codable {
+struct RenewalKey: Sendable, Hashable, Codable, Comparable {
     let environment: String
     let originalTransactionId: String
+
+    static func < (lhs: RenewalKey, rhs: RenewalKey) -> Bool {
+        if lhs.environment != rhs.environment {
+            return lhs.environment.utf8.lexicographicallyPrecedes(rhs.environment.utf8)
+        }
+        return lhs.originalTransactionId.utf8.lexicographicallyPrecedes(rhs.originalTransactionId.utf8)
+    }
 }
 
 /// The instant a copy was known from when it carries no signed date: before everything, so a
 /// dated copy always wins over it.
 let knownSinceAlways = Timestamp(millisecondsSince1970: Int64.min)
 
-/// One signed copy of one transaction, as the ledger keeps it.
-struct LedgerTransaction: Sendable, Hashable, Codable {
-    let transactionId: String
-    /// The copy's `signedDate` (a legacy receipt's creation date): it counts from then on.
-    let knownFrom: Timestamp
+/// A transaction id: Apple's are decimal numbers, kept as one (no allocation); any other text is
+/// kept as written.
+enum TransactionID: Sendable, Hashable, Comparable, CustomStringConvertible {
+    case number(UInt64)
+    case text(String)
+
+    init(_ text: String) {
+        // Canonical decimal only ("0", or no leading zero), up to 19 digits: it prints back the same.
+        let digits = text.utf8
+        if !digits.isEmpty, digits.count <= 19, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+           digits.first != 0x30 || digits.count == 1, let value = UInt64(text) {
+            self = .number(value)
+        } else {
+            self = .text(text)
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .number(let value): String(value)
+        case .text(let text): text
+        }
+    }
+
+    /// The documented order of "the higher transaction id": numerically when both are decimal,
+    /// else by UTF-8 bytes.
+    static func < (lhs: TransactionID, rhs: TransactionID) -> Bool {
+        if case .number(let left) = lhs, case .number(let right) = rhs { return left < right }
+        return SubscriptionState.transactionIdPrecedes(lhs.description, rhs.description)
+    }
+}
+
+/// An optional instant in 8 bytes: `Int64.min` stands for `nil` (no date Apple writes is that).
+struct PackedInstant: Sendable, Hashable {
+    private let milliseconds: Int64
+
+    init(_ timestamp: Timestamp?) {
+        milliseconds = timestamp.map { max($0.millisecondsSince1970, Int64.min + 1) } ?? Int64.min
+    }
+
+    var value: Timestamp? {
+        milliseconds == Int64.min ? nil : Timestamp(millisecondsSince1970: milliseconds)
+    }
+}
+
+/// The members of a transaction that repeat from copy to copy and renewal to renewal (product,
+/// type, group, offer, ownership, token, revocation reason): one shared instance per distinct
+/// value in a ledger.
+final class TransactionTraits: Sendable, Hashable {
     let productId: String?
     /// Normalized, as in the transaction record: `auto_renewable_subscription`, `consumable`, …
     let productType: String?
     let subscriptionGroupId: String?
-    let purchaseDate: Timestamp?
-    let expiresDate: Timestamp?
-    let revocationDate: Timestamp?
     /// Normalized, as in the transaction record.
     let revocationReason: String?
-    let isUpgraded: Bool
     let ownershipType: String?
     let offer: NormalizedTransaction.Offer?
     let appAccountToken: String?
 
-    /// A copy of a normalized transaction.
-    ///
-    /// - Parameters:
-    ///   - transaction: The normalized transaction.
-    ///   - knownFrom: When it was signed.
-    ///   - revokedAt: When a `REFUND` or `REVOKE` notification carried it: its own revocation
-    ///     date, or this instant when it carries none.
-    init(_ transaction: NormalizedTransaction, id: String, knownFrom: Timestamp, revokedAt: Timestamp?) {
-        self.transactionId = id
-        self.knownFrom = knownFrom
-        productId = transaction.productId
-        productType = transaction.productType
-        subscriptionGroupId = transaction.subscriptionGroupId
-        purchaseDate = transaction.purchaseDate
-        expiresDate = transaction.expiresDate
-        revocationDate = transaction.revocationDate ?? revokedAt
-        revocationReason = transaction.revocationReason
-        isUpgraded = transaction.isUpgraded == true
-        ownershipType = transaction.ownershipType
-        offer = transaction.offer
-        appAccountToken = transaction.appAccountToken
+    init(productId: String?, productType: String?, subscriptionGroupId: String?, revocationReason: String?,
+         ownershipType: String?, offer: NormalizedTransaction.Offer?, appAccountToken: String?) {
+        self.productId = productId
+        self.productType = productType
+        self.subscriptionGroupId = subscriptionGroupId
+        self.revocationReason = revocationReason
+        self.ownershipType = ownershipType
+        self.offer = offer
+        self.appAccountToken = appAccountToken
     }
 
-    /// Whether this copy wins over `other`, a copy of the same transaction: the later
-    /// ``knownFrom``; on equal dates, the fixed order of ``outranks(_:)``.
-    func supersedes(_ other: LedgerTransaction) -> Bool {
-        knownFrom != other.knownFrom ? knownFrom > other.knownFrom : outranks(other)
+    static func == (lhs: TransactionTraits, rhs: TransactionTraits) -> Bool {
+        lhs === rhs || (lhs.productId == rhs.productId && lhs.productType == rhs.productType
+            && lhs.subscriptionGroupId == rhs.subscriptionGroupId && lhs.revocationReason == rhs.revocationReason
+            && lhs.ownershipType == rhs.ownershipType && lhs.offer == rhs.offer
+            && lhs.appAccountToken == rhs.appAccountToken)
     }
 
-    /// The order between two different copies signed at the same instant, which input order
-    /// never decides: a copy that carries a revocation first (the earlier revocation date
-    /// first), then the later `expiresDate`, the later `purchaseDate`, an upgraded copy, and last
-    /// the greater canonical text of the copy (``canonicalText``).
-    func outranks(_ other: LedgerTransaction) -> Bool {
-        if (revocationDate == nil) != (other.revocationDate == nil) { return revocationDate != nil }
-        if let mine = revocationDate, let theirs = other.revocationDate, mine != theirs { return mine < theirs }
-        if expiresDate != other.expiresDate { return Timestamp.orderNilFirst(other.expiresDate, expiresDate) }
-        if purchaseDate != other.purchaseDate { return Timestamp.orderNilFirst(other.purchaseDate, purchaseDate) }
-        if isUpgraded != other.isUpgraded { return isUpgraded }
-        return other.canonicalText.utf8.lexicographicallyPrecedes(canonicalText.utf8)
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(productId)
+        hasher.combine(productType)
+        hasher.combine(subscriptionGroupId)
+        hasher.combine(revocationReason)
+        hasher.combine(ownershipType)
+        hasher.combine(offer)
+        hasher.combine(appAccountToken)
     }
 
     /// Every member in a fixed order: the last tie-break between two distinct copies.
@@ -125,31 +159,120 @@ struct LedgerTransaction: Sendable, Hashable, Codable {
     }
 }
 
-/// One signed copy of a subscription's renewal info, as the ledger keeps it.
-struct LedgerRenewalInfo: Sendable, Hashable, Codable {
-    /// The copy's `signedDate`: it counts from then on.
-    let knownFrom: Timestamp
+/// The members of renewal info that repeat from copy to copy: one shared instance per distinct
+/// value in a ledger.
+final class RenewalTraits: Sendable, Hashable {
     let productId: String?
     let autoRenewProductId: String?
+    let appAccountToken: String?
+
+    init(productId: String?, autoRenewProductId: String?, appAccountToken: String?) {
+        self.productId = productId
+        self.autoRenewProductId = autoRenewProductId
+        self.appAccountToken = appAccountToken
+    }
+
+    static func == (lhs: RenewalTraits, rhs: RenewalTraits) -> Bool {
+        lhs === rhs || (lhs.productId == rhs.productId && lhs.autoRenewProductId == rhs.autoRenewProductId
+            && lhs.appAccountToken == rhs.appAccountToken)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(productId)
+        hasher.combine(autoRenewProductId)
+        hasher.combine(appAccountToken)
+    }
+}
+
+/// One signed copy of one transaction, as the ledger keeps it.
+struct LedgerTransaction: Sendable, Hashable {
+    let id: TransactionID
+    /// The copy's `signedDate` (a legacy receipt's creation date): it counts from then on.
+    let knownFrom: Timestamp
+    private let packedPurchaseDate: PackedInstant
+    private let packedExpiresDate: PackedInstant
+    private let packedRevocationDate: PackedInstant
+    let isUpgraded: Bool
+    let traits: TransactionTraits
+
+    init(id: TransactionID, knownFrom: Timestamp, purchaseDate: Timestamp?, expiresDate: Timestamp?,
+         revocationDate: Timestamp?, isUpgraded: Bool, traits: TransactionTraits) {
+        self.id = id
+        self.knownFrom = knownFrom
+        packedPurchaseDate = PackedInstant(purchaseDate)
+        packedExpiresDate = PackedInstant(expiresDate)
+        packedRevocationDate = PackedInstant(revocationDate)
+        self.isUpgraded = isUpgraded
+        self.traits = traits
+    }
+
+    var purchaseDate: Timestamp? { packedPurchaseDate.value }
+    var expiresDate: Timestamp? { packedExpiresDate.value }
+    var revocationDate: Timestamp? { packedRevocationDate.value }
+
+    /// Whether this copy wins over `other`, a copy of the same transaction: the later
+    /// ``knownFrom``; on equal dates, the fixed order of ``outranks(_:)``.
+    func supersedes(_ other: LedgerTransaction) -> Bool {
+        knownFrom != other.knownFrom ? knownFrom > other.knownFrom : outranks(other)
+    }
+
+    /// The order between two different copies signed at the same instant, which input order
+    /// never decides: a copy that carries a revocation first (the earlier revocation date
+    /// first), then the later `expiresDate`, the later `purchaseDate`, an upgraded copy, and last
+    /// the greater canonical text of the copy (``TransactionTraits/canonicalText``).
+    func outranks(_ other: LedgerTransaction) -> Bool {
+        if (revocationDate == nil) != (other.revocationDate == nil) { return revocationDate != nil }
+        if let mine = revocationDate, let theirs = other.revocationDate, mine != theirs { return mine < theirs }
+        if expiresDate != other.expiresDate { return Timestamp.orderNilFirst(other.expiresDate, expiresDate) }
+        if purchaseDate != other.purchaseDate { return Timestamp.orderNilFirst(other.purchaseDate, purchaseDate) }
+        if isUpgraded != other.isUpgraded { return isUpgraded }
+        return other.traits.canonicalText.utf8.lexicographicallyPrecedes(traits.canonicalText.utf8)
+    }
+
+    /// The same copy with `traits` (an equal value, shared from another ledger's pool).
+    func sharing(_ traits: TransactionTraits) -> LedgerTransaction {
+        LedgerTransaction(id: id, knownFrom: knownFrom, purchaseDate: purchaseDate, expiresDate: expiresDate,
+                          revocationDate: revocationDate, isUpgraded: isUpgraded, traits: traits)
+    }
+
+    /// The order copies are stored in within a key: transaction id, then signed date.
+    func isStored(before other: LedgerTransaction) -> Bool {
+        id != other.id ? id < other.id : knownFrom < other.knownFrom
+    }
+}
+
+/// One signed copy of a subscription's renewal info, as the ledger keeps it.
+struct LedgerRenewalInfo: Sendable, Hashable {
+    /// The copy's `signedDate`: it counts from then on.
+    let knownFrom: Timestamp
+    private let packedGracePeriodExpiresDate: PackedInstant
+    private let packedRenewalDate: PackedInstant
     /// 0 off, 1 on.
     let autoRenewStatus: Int32?
     let expirationIntent: Int32?
     let isInBillingRetryPeriod: Bool
-    let gracePeriodExpiresDate: Timestamp?
-    let renewalDate: Timestamp?
-    let appAccountToken: String?
+    let traits: RenewalTraits
 
-    init(_ renewalInfo: JWSRenewalInfo, knownFrom: Timestamp) {
+    init(knownFrom: Timestamp, gracePeriodExpiresDate: Timestamp?, renewalDate: Timestamp?, autoRenewStatus: Int32?,
+         expirationIntent: Int32?, isInBillingRetryPeriod: Bool, traits: RenewalTraits) {
         self.knownFrom = knownFrom
-        productId = renewalInfo.productId
-        autoRenewProductId = renewalInfo.autoRenewProductId
-        autoRenewStatus = renewalInfo.autoRenewStatus
-        expirationIntent = renewalInfo.expirationIntent
-        isInBillingRetryPeriod = renewalInfo.isInBillingRetryPeriod == true
-        gracePeriodExpiresDate = renewalInfo.gracePeriodExpiresDate
-        renewalDate = renewalInfo.renewalDate
-        appAccountToken = renewalInfo.appAccountToken
+        packedGracePeriodExpiresDate = PackedInstant(gracePeriodExpiresDate)
+        packedRenewalDate = PackedInstant(renewalDate)
+        self.autoRenewStatus = autoRenewStatus
+        self.expirationIntent = expirationIntent
+        self.isInBillingRetryPeriod = isInBillingRetryPeriod
+        self.traits = traits
     }
+
+    /// The same copy with `traits` (an equal value, shared from another ledger's pool).
+    func sharing(_ traits: RenewalTraits) -> LedgerRenewalInfo {
+        LedgerRenewalInfo(knownFrom: knownFrom, gracePeriodExpiresDate: gracePeriodExpiresDate, renewalDate: renewalDate,
+                          autoRenewStatus: autoRenewStatus, expirationIntent: expirationIntent,
+                          isInBillingRetryPeriod: isInBillingRetryPeriod, traits: traits)
+    }
+
+    var gracePeriodExpiresDate: Timestamp? { packedGracePeriodExpiresDate.value }
+    var renewalDate: Timestamp? { packedRenewalDate.value }
 
     /// Whether this copy wins over `other`: the later ``knownFrom``; on equal dates, the later
     /// `renewalDate`, then the later grace period end, then billing retry, then the greater
@@ -166,8 +289,8 @@ struct LedgerRenewalInfo: Sendable, Hashable, Codable {
 
     var canonicalText: String {
         let members: [String?] = [
-            productId, autoRenewProductId, autoRenewStatus.map(String.init), expirationIntent.map(String.init),
-            appAccountToken,
+            traits.productId, traits.autoRenewProductId, autoRenewStatus.map(String.init),
+            expirationIntent.map(String.init), traits.appAccountToken,
         ]
         return members.map { $0.map { "\($0.utf8.count):\($0)" } ?? "-" }.joined(separator: "|")
     }

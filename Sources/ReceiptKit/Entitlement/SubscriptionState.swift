@@ -103,8 +103,8 @@ public struct SubscriptionState: Sendable, Hashable {
             periodEnd = renewalDate
             laterPeriodKnown = true
         }
-        let isAutoRenewable = current.productType == "auto_renewable_subscription"
-            || (current.productType == nil && current.expiresDate != nil)
+        let isAutoRenewable = current.traits.productType == "auto_renewable_subscription"
+            || (current.traits.productType == nil && current.expiresDate != nil)
 
         // Rule 4 (and 6: a one-time purchase is owned or revoked).
         let status: SubscriptionStatus
@@ -125,21 +125,21 @@ public struct SubscriptionState: Sendable, Hashable {
         self.status = status
         appleStatus = isAutoRenewable ? status.appleStatus : nil
         isEntitled = status.isEntitled
-        productId = current.productId
-        productType = current.productType
-        subscriptionGroupId = current.subscriptionGroupId
+        productId = current.traits.productId
+        productType = current.traits.productType
+        subscriptionGroupId = current.traits.subscriptionGroupId
         expiresDate = isAutoRenewable ? periodEnd : current.expiresDate
         gracePeriodExpiresDate = fresh?.gracePeriodExpiresDate
         willRenew = renewalInfo?.autoRenewStatus.flatMap { $0 == 1 ? true : $0 == 0 ? false : nil }
-        autoRenewProductId = renewalInfo?.autoRenewProductId
+        autoRenewProductId = renewalInfo?.traits.autoRenewProductId
         expirationIntent = status == .expired ? Self.expirationIntent(renewalInfo?.expirationIntent) : nil
-        isTrial = current.offer?.type == "introductory" && current.offer?.discountType == "free_trial"
-        offer = current.offer
+        isTrial = current.traits.offer?.type == "introductory" && current.traits.offer?.discountType == "free_trial"
+        offer = current.traits.offer
         revocationDate = status == .revoked ? current.revocationDate : nil
-        revocationReason = status == .revoked ? current.revocationReason : nil
-        ownershipType = current.ownershipType
-        latestTransactionId = current.transactionId
-        appAccountToken = current.appAccountToken ?? renewalInfo?.appAccountToken
+        revocationReason = status == .revoked ? current.traits.revocationReason : nil
+        ownershipType = current.traits.ownershipType
+        latestTransactionId = current.id.description
+        appAccountToken = current.traits.appAccountToken ?? renewalInfo?.traits.appAccountToken
         self.lastSignedDate = lastSignedDate == knownSinceAlways ? nil : lastSignedDate
         asOf = instant
     }
@@ -149,7 +149,7 @@ public struct SubscriptionState: Sendable, Hashable {
     private static func isBefore(_ lhs: LedgerTransaction, _ rhs: LedgerTransaction) -> Bool {
         if lhs.purchaseDate != rhs.purchaseDate { return Timestamp.orderNilFirst(lhs.purchaseDate, rhs.purchaseDate) }
         if lhs.expiresDate != rhs.expiresDate { return Timestamp.orderNilFirst(lhs.expiresDate, rhs.expiresDate) }
-        return transactionIdPrecedes(lhs.transactionId, rhs.transactionId)
+        return lhs.id < rhs.id
     }
 
     /// Decimal ids compare as numbers (`"9" < "10"`); any other pair by UTF-8 bytes.
