@@ -730,8 +730,9 @@ def build_receipt_types(c: Context) -> None:
                 PKI.root_args() + ["--environment", "Production", "--app-apple-id", "1234567890"], verified(production),
                 "Receipt type Production with an app item id: environment Production.")
     vpp = app_attributes(receipt_type="ProductionVPPSandbox")
-    c.v.receipt("receipt-vpp-sandbox", c.sign(vpp, "receipt-vpp-sandbox"), PKI.root_args() + ["--environment", "Sandbox"],
-                verified(vpp), "Volume Purchase Program sandbox receipt: environment Sandbox.")
+    c.v.receipt("receipt-vpp-sandbox", c.sign(vpp, "receipt-vpp-sandbox"),
+                PKI.root_args() + ["--environment", "Sandbox"], verified(vpp),
+                "Volume Purchase Program sandbox receipt: environment Sandbox.")
 
 
 def build_device_mac(c: Context) -> None:
@@ -953,7 +954,8 @@ def build_chain_defects(c: Context) -> None:
                  "Four certificates are embedded.")
     chain_vector(c, "invalid_chain", "leaf-ca", ("leaf-ca", "intermediate", "root"), "The leaf is a CA.")
     chain_vector(c, "invalid_chain", "leaf-keyusage-keyencipherment",
-                 ("leaf-keyusage-keyencipherment", "intermediate", "root"), "The leaf's keyUsage is keyEncipherment only.")
+                 ("leaf-keyusage-keyencipherment", "intermediate", "root"),
+                 "The leaf's keyUsage is keyEncipherment only.")
     chain_vector(c, "invalid_chain", "leaf-ec", ("leaf-ec", "intermediate", "root"), "The leaf has an EC P-256 key.",
                  key="leaf-ec")
     chain_vector(c, "invalid_chain", "leaf-rsa1024", ("leaf-rsa1024", "intermediate", "root"),
@@ -962,8 +964,8 @@ def build_chain_defects(c: Context) -> None:
                  ("leaf-under-intermediate-not-ca", "intermediate-not-ca", "root"), "The intermediate is not a CA.")
     chain_vector(c, "invalid_chain", "signer-not-first", ("intermediate", "leaf", "root"),
                  "The signer is embedded second, after the intermediate.", signer="leaf")
-    chain_vector(c, "untrusted_root", "built-in-pins", CHAIN, "The test root is not Apple's: the built-in pins refuse it.",
-                 args=[])
+    chain_vector(c, "untrusted_root", "built-in-pins", CHAIN,
+                 "The test root is not Apple's: the built-in pins refuse it.", args=[])
     chain_vector(c, "untrusted_root", "lookalike-root", ("leaf", "intermediate", "lookalike-root"),
                  "The embedded root has the root's name but another key; --root is the real one.")
     chain_vector(c, "untrusted_root", "root-sibling", ("leaf", "intermediate", "root-sibling"),
@@ -1028,7 +1030,8 @@ def build_device_mismatches(c: Context) -> None:
     for name, file, device, description in [
         ("uuid", "receipt-sha256-der.der", OTHER_UUID, "Another device's UUID."),
         ("mac", "receipt-device-mac.der", OTHER_MAC, "Another MAC address."),
-        ("uuid-for-mac-receipt", "receipt-device-mac.der", DEVICE_UUID, "A UUID for a receipt hashed with a MAC address."),
+        ("uuid-for-mac-receipt", "receipt-device-mac.der", DEVICE_UUID,
+         "A UUID for a receipt hashed with a MAC address."),
     ]:
         c.v.reuse(f"device_hash_mismatch-{name}", file, PKI.root_args() + ["--device-id", device],
                   rejected("device_hash_mismatch"), description)
@@ -1041,8 +1044,9 @@ def build_size_and_kind(c: Context) -> None:
               "--max-receipt-size 1024.")
     c.v.reuse("input_too_large-base64", "receipt-sha256-der.b64", small, rejected("input_too_large"),
               "--max-receipt-size 1024 for a base64 receipt.")
-    c.v.reuse("unrecognized_input-kind-transaction", "receipt-sha256-der.der", PKI.root_args() + ["--kind", "transaction"],
-              rejected("unrecognized_input"), "A receipt cannot be verified as a JWS transaction.")
+    c.v.reuse("unrecognized_input-kind-transaction", "receipt-sha256-der.der",
+              PKI.root_args() + ["--kind", "transaction"], rejected("unrecognized_input"),
+              "A receipt cannot be verified as a JWS transaction.")
 
 
 # Every builder, in manifest order; later builders reuse files of earlier ones.

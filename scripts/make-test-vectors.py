@@ -1426,7 +1426,8 @@ def verified_token_problems(v: Vectors) -> list[str]:
             problems.append(f"{name}: alg")
         if len(v.tokens[name]) > 65536:
             problems.append(f"{name}: too large")
-        if e["expected"]["kind"] == "transaction" and e["expected"]["transactions"] != [normalize_transaction(json.loads(p))]:
+        want = [normalize_transaction(json.loads(p))]
+        if e["expected"]["kind"] == "transaction" and e["expected"]["transactions"] != want:
             problems.append(f"{name}: expectation does not match payload")
     return problems
 
