@@ -2,7 +2,7 @@
 // run. Usage (from the package root):
 //
 //     swift run -c release receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N]
-//         [--state-subscriptions N] [--state-renewals N] [--repetitions N]
+//         [--state-subscriptions N] [--state-renewals N] [--repetitions N] [--write-archive PATH]
 //
 // It runs `openssl speed ecdsap256 rsa2048` (single core), then the release `verify-receipt`
 // beside this executable over generated batches of the project's own test vectors, and prints
@@ -21,6 +21,8 @@ struct Options {
     /// `--state` is measured on subscriptions × renewals distinct transactions.
     var stateSubscriptions = 20_000
     var stateRenewals = 10
+    /// `--write-archive PATH`: write the `--state` archive there and exit, to run by hand.
+    var archivePath: String?
     var opensslSeconds = 3
     /// Timed runs per measure; the best counts, for OpenSSL's rates as for verify-receipt's.
     var repetitions = 3
@@ -28,6 +30,10 @@ struct Options {
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
         while let argument = iterator.next() {
+            if argument == "--write-archive", let path = iterator.next() {
+                archivePath = path
+                continue
+            }
             let value = iterator.next().flatMap(Int.init)
             switch (argument, value) {
             case ("--jws", let value?): jwsInputs = value
@@ -38,7 +44,7 @@ struct Options {
             case ("--openssl-seconds", let value?): opensslSeconds = value
             case ("--repetitions", let value?) where value >= 1: repetitions = value
             default:
-                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--state-subscriptions N] [--state-renewals N] [--openssl-seconds N] [--repetitions N]\n".utf8))
+                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--state-subscriptions N] [--state-renewals N] [--openssl-seconds N] [--repetitions N] [--write-archive PATH]\n".utf8))
                 exit(64)
             }
         }
@@ -126,6 +132,12 @@ guard FileManager.default.isExecutableFile(atPath: verifyReceipt) else {
     exit(66)
 }
 let root = FileManager.default.currentDirectoryPath
+if let archivePath = options.archivePath {
+    let count = try TransactionArchive(pki: "\(root)/TestVectors/pki")
+        .write(to: archivePath, subscriptions: options.stateSubscriptions, renewals: options.stateRenewals)
+    print("wrote \(count) distinct transactions to \(archivePath)")
+    exit(0)
+}
 let cores = ProcessInfo.processInfo.activeProcessorCount
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-benchmark-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -185,7 +197,7 @@ let (receipts1, _) = try rate(receiptTrust + ["--jobs", "1"], receiptFile, optio
 let (receiptsAll, _) = try rate(receiptTrust + ["--jobs", String(cores)], receiptFile, options.receiptInputs)
 let memoryRun = try measure(verifyReceipt, mixedTrust + ["--jobs", "2"], input: memoryFile)
 let archiveArguments = jwsTrust + ["--jobs", String(cores)]
-let (withoutState, _) = try rate(archiveArguments, stateFile, stateInputs)
+let (withoutState, plainRun) = try rate(archiveArguments, stateFile, stateInputs)
 let (withState, stateRun) = try rate(
     archiveArguments + ["--state", directory.appendingPathComponent("state.jsonl").path, "--as-of", "2025-06-01T00:00:00Z"],
     stateFile, stateInputs)
@@ -199,8 +211,9 @@ print(String(format: "receipts, 1 job:         %10.0f /s", receipts1))
 print(String(format: "receipts, %d jobs:        %10.0f /s", cores, receiptsAll))
 print(String(format: "%d mixed inputs, 2 jobs: peak RSS %.1f MiB in %.1f s", options.memoryInputs,
              Double(memoryRun.peakResidentBytes) / 1_048_576, memoryRun.seconds))
-print(String(format: "%d distinct transactions, %d jobs: %.0f /s; with --state %.0f /s, %d keys, peak RSS %.1f MiB",
-             stateInputs, cores, withoutState, withState, stateKeys, Double(stateRun.peakResidentBytes) / 1_048_576))
+print(String(format: "%d distinct transactions, %d jobs: %.0f /s, peak RSS %.1f MiB; with --state %.0f /s, %d keys, peak RSS %.1f MiB",
+             stateInputs, cores, withoutState, Double(plainRun.peakResidentBytes) / 1_048_576, withState, stateKeys,
+             Double(stateRun.peakResidentBytes) / 1_048_576))
 
 let checks: [(String, Double, Double)] = [
     ("JWS 1 job (typical) / openssl ecdsap256 verify", jws1 / ecdsa, 0.75),

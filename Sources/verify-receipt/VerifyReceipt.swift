@@ -159,7 +159,7 @@ struct VerifyReceipt: ParsableCommand {
         pipeline?.finish()
         output.flush()
         if let stateOutput {
-            try stateOutput.write(ledger.states(at: stateOutput.asOf))
+            try stateOutput.write(ledger)
         }
         reporter.finish(tally)
         if summary {
@@ -296,10 +296,12 @@ struct StateOutput {
     /// Whether the states go to standard output, instead of the per-input records.
     var replacesRecords: Bool { descriptor == 1 }
 
-    /// Writes one state per line and closes the file.
-    func write(_ states: [SubscriptionState]) throws {
+    /// Writes the ledger's states at ``asOf``, one per line, and closes the file; a state at a
+    /// time, so a million keys take no more memory than one.
+    func write(_ ledger: EntitlementLedger) throws {
         var output = StandardOutput(descriptor: descriptor)
-        for state in states {
+        for key in ledger.keys {
+            guard let state = ledger.state(for: key, at: asOf) else { continue }
             output.writeLine { state.appendJSON(to: &$0) }
         }
         output.flush()

@@ -121,7 +121,7 @@ public struct EntitlementLedger: Sendable, Hashable {
         guard let id = transaction.transactionId else { return }
         let key = SubscriptionKey(
             bundleId: pool.string(transaction.bundleId ?? ""), environment: pool.string(transaction.environment ?? ""),
-            originalTransactionId: transaction.originalTransactionId ?? id)
+            originalTransactionId: pool.string(transaction.originalTransactionId ?? id))
         let traits = pool.traits(TransactionTraits(
             productId: transaction.productId, productType: transaction.productType,
             subscriptionGroupId: transaction.subscriptionGroupId, revocationReason: transaction.revocationReason,
@@ -135,7 +135,7 @@ public struct EntitlementLedger: Sendable, Hashable {
     private mutating func add(_ renewalInfo: JWSRenewalInfo, knownFrom: Timestamp) {
         guard let originalTransactionId = renewalInfo.originalTransactionId else { return }
         let key = RenewalKey(environment: pool.string(renewalInfo.rawEnvironment ?? ""),
-                             originalTransactionId: originalTransactionId)
+                             originalTransactionId: pool.string(originalTransactionId))
         let traits = pool.traits(RenewalTraits(
             productId: renewalInfo.productId, autoRenewProductId: renewalInfo.autoRenewProductId,
             appAccountToken: renewalInfo.appAccountToken))
@@ -173,11 +173,18 @@ public struct EntitlementLedger: Sendable, Hashable {
         if low < copies.count, sameCopy(copies[low]) {
             if copies[low] != copy, wins(copy, copies[low]) { copies[low] = copy }
         } else {
+            // Grow by a quarter, not double: a key holds a handful of copies, and an archive
+            // hundreds of thousands of keys.
+            if copies.count == copies.capacity { copies.reserveCapacity(copies.count + max(2, copies.count / 4)) }
             copies.insert(copy, at: low)
         }
     }
 
     /// Shared instances of repeating values.
+    ///
+    /// What the pool keeps, it keeps in storage of its own: a string parsed on a worker thread
+    /// lives in that thread's allocator arena, and one string kept from each record would hold
+    /// on to the pages of every record freed around it.
     private struct Pool: Sendable {
         private var strings: Set<String> = []
         private var transactionTraits: Set<TransactionTraits> = []
@@ -185,20 +192,39 @@ public struct EntitlementLedger: Sendable, Hashable {
 
         mutating func string(_ value: String) -> String {
             if let index = strings.firstIndex(of: value) { return strings[index] }
-            strings.insert(value)
-            return value
+            let owned = Self.owned(value)
+            strings.insert(owned)
+            return owned
         }
 
         mutating func traits(_ value: TransactionTraits) -> TransactionTraits {
             if let index = transactionTraits.firstIndex(of: value) { return transactionTraits[index] }
-            transactionTraits.insert(value)
-            return value
+            let owned = TransactionTraits(
+                productId: string(value.productId), productType: string(value.productType),
+                subscriptionGroupId: string(value.subscriptionGroupId),
+                revocationReason: string(value.revocationReason), ownershipType: string(value.ownershipType),
+                offer: value.offer, appAccountToken: value.appAccountToken.map(Self.owned))
+            transactionTraits.insert(owned)
+            return owned
         }
 
         mutating func traits(_ value: RenewalTraits) -> RenewalTraits {
             if let index = renewalTraits.firstIndex(of: value) { return renewalTraits[index] }
-            renewalTraits.insert(value)
-            return value
+            let owned = RenewalTraits(
+                productId: string(value.productId), autoRenewProductId: string(value.autoRenewProductId),
+                appAccountToken: value.appAccountToken.map(Self.owned))
+            renewalTraits.insert(owned)
+            return owned
+        }
+
+        mutating func string(_ value: String?) -> String? {
+            guard let value else { return nil }
+            return string(value)
+        }
+
+        /// A copy of `value` in new storage (a small string has none).
+        private static func owned(_ value: String) -> String {
+            String(decoding: Array(value.utf8), as: UTF8.self)
         }
     }
 

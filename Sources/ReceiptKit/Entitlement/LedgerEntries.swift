@@ -186,14 +186,15 @@ final class RenewalTraits: Sendable, Hashable {
 
 /// One signed copy of one transaction, as the ledger keeps it.
 struct LedgerTransaction: Sendable, Hashable {
-    let id: TransactionID
+    // Eight-byte members first and the id last: 64 bytes a copy.
     /// The copy's `signedDate` (a legacy receipt's creation date): it counts from then on.
     let knownFrom: Timestamp
     private let packedPurchaseDate: PackedInstant
     private let packedExpiresDate: PackedInstant
     private let packedRevocationDate: PackedInstant
-    let isUpgraded: Bool
     let traits: TransactionTraits
+    let id: TransactionID
+    let isUpgraded: Bool
 
     init(id: TransactionID, knownFrom: Timestamp, purchaseDate: Timestamp?, expiresDate: Timestamp?,
          revocationDate: Timestamp?, isUpgraded: Bool, traits: TransactionTraits) {
