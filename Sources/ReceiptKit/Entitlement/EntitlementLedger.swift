@@ -242,7 +242,7 @@ public struct EntitlementLedger: Sendable, Hashable {
     ///
     /// The rules, in `docs/entitlement-state.md` with examples:
     /// 1. Only copies signed at or before `instant` count. Of the copies of one transaction, the
-    ///    latest signed wins (equal dates: ``LedgerTransaction/outranks(_:)``).
+    ///    latest signed wins (equal dates: the fixed order in `docs/entitlement-state.md`).
     /// 2. The current transaction: the latest `purchaseDate` among those not upgraded (ties: the
     ///    later `expiresDate`, then the higher transaction id); it may start after `instant`.
     /// 3. The renewal info in use: the latest signed at or before `instant`; *fresh* when signed

@@ -30,7 +30,7 @@ public enum SubscriptionStatus: String, Sendable, Hashable, Codable, CaseIterabl
 }
 
 /// The state of one subscription or purchase at an instant, derived by ``EntitlementLedger``
-/// from verified records only. ``json()`` is what `verify-receipt --state` writes.
+/// from verified records only. ``json(pretty:)`` is what `verify-receipt --state` writes.
 public struct SubscriptionState: Sendable, Hashable {
     /// The subscription or purchase.
     public let key: SubscriptionKey

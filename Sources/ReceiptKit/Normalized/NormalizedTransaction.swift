@@ -2,8 +2,8 @@
 /// and for an in-app purchase of a legacy receipt.
 ///
 /// Enumerations use snake_case names for the values Apple documents and Apple's raw value for
-/// any other; `nil` (JSON `null`) means the source gave nothing. ``write(to:)`` renders exactly the
-/// members listed in the README's schema table, in that order.
+/// any other; `nil` (JSON `null`) means the source gave nothing. A record renders exactly the members
+/// listed in `docs/output-schema.md`, in that order.
 public struct NormalizedTransaction: Sendable, Hashable {
     /// Where the purchase came from.
     public enum Source: String, Sendable, Hashable {

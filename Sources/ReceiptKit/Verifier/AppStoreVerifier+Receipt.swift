@@ -3,8 +3,8 @@ extension AppStoreVerifier {
     /// creation date by default.
     ///
     /// The checks, in order: the size limit; the envelope, byte for byte as Apple writes it
-    /// (see ``ReceiptEnvelope``); the payload's attributes; the embedded certificates to a pinned
-    /// or supplied root at the validation time (see ``ReceiptChainValidator``); the RSA PKCS #1
+    /// (see `ReceiptEnvelope`); the payload's attributes; the embedded certificates to a pinned
+    /// or supplied root at the validation time (see `ReceiptChainValidator`); the RSA PKCS #1
     /// v1.5 signature over the payload with the SignerInfo's digest, SHA-1 or SHA-256; the device
     /// hash, when a device identifier is configured; then the bundle id, App Apple ID and
     /// environment claims.
