@@ -876,6 +876,28 @@ class Vectors:
             self.checks.append((name, token, sig_cert, sig_ok))
 
 
+def add_notification_no_signed_date(v: Vectors) -> None:
+    """A DID_RENEW notification in the early-2022 shape: no top-level signedDate, notificationVersion
+    "2.0" instead of version, data with nested signedTransactionInfo/signedRenewalInfo. It is
+    validated at the latest nested signedDate (the renewal info's here), so it verifies at any clock."""
+    tx = dict(TX_INITIAL_BUY, signedDate=ms("2024-06-01T12:00:00.000Z"))
+    renewal = dict(RENEWAL_FOR_NOTIFICATION, signedDate=ms("2024-06-01T12:01:00.500Z"))
+    payload = {
+        "notificationType": "DID_RENEW",
+        "notificationUUID": "6b9c6f1e-8f2e-4c55-9d7a-2e1f4c3b2a10",
+        "notificationVersion": "2.0",
+        "data": {"appAppleId": APP_APPLE_ID, "bundleId": BUNDLE, "bundleVersion": "1", "environment": "Sandbox",
+                 "signedTransactionInfo": make_jws(header(), tx), "signedRenewalInfo": make_jws(header(), renewal)},
+    }
+    v.add("notification-did-renew-no-signed-date", verified(
+        "notification", "Sandbox", iso_ms(renewal["signedDate"]), [normalize_transaction(tx)],
+        validation_time_source="nested_signed_date",
+        notification={"type": "DID_RENEW", "subtype": None, "version": "2.0", "signed_date": None}),
+        "Early-2022 DID_RENEW shape: no signedDate, notificationVersion 2.0; validated at the latest nested "
+        "signedDate (2024-06-01T12:01:00.500Z), which the record names as validation_time_source.",
+        token=make_jws(header(), payload), sig_ok=True)
+
+
 def tune_payload(base: dict, condition, filler: str = "x") -> tuple[dict, str]:
     """Add an ignored member "note" of growing length until condition(payload_b64) holds."""
     for n in range(256):
@@ -1084,6 +1106,7 @@ def build_vectors() -> Vectors:
         "TEST notification: data has only bundleId and environment (no appAppleId, as in Sandbox).",
         token=make_jws(header(), notif_test), sig_ok=True)
     test_file = "jws/notification-test.jws"
+    add_notification_no_signed_date(v)
 
     v.add("app-transaction", verified(
         "app_transaction", "Production", iso_ms(APP_TX["receiptCreationDate"]), [], app=app_subset(APP_TX)),

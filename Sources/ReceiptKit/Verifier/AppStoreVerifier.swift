@@ -223,7 +223,14 @@ public struct AppStoreVerifier: Sendable {
 
     private func verifyNotification(_ decoded: DecodedJWS) throws -> VerifiedNotification {
         let payload = try decoded.payload(NotificationPayload.init(json:))
-        let verified = try authenticate(decoded, payload, date: payload.signedDate)
+        let verified: Verified<NotificationPayload>
+        if payload.signedDate == nil, configuration.validationTime == .signedDate {
+            // The early-2022 shape has no signedDate: its instant is the latest signedDate of the
+            // JWS nested in it, read before anything is trusted, from bytes its signature covers.
+            verified = try authenticate(decoded, payload, date: nestedSignedDate(of: payload), source: .nestedSignedDate)
+        } else {
+            verified = try authenticate(decoded, payload, date: payload.signedDate)
+        }
         func nested<Nested>(_ jws: String?, _ field: String, _ verify: ([UInt8]) throws -> Nested) throws -> Nested? {
             guard let jws else { return nil }
             do {
@@ -239,6 +246,31 @@ public struct AppStoreVerifier: Sendable {
         try claims.check(.notification(payload))
         return VerifiedNotification(
             notification: verified, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
+    }
+
+    /// The latest `signedDate` of the JWS nested in a notification, or `nil` when none carries one.
+    ///
+    /// The nested payloads are parsed, not yet verified: the dates are only as trustworthy as the
+    /// notification's signature over them, which ``authenticate(_:_:date:source:)`` then checks at
+    /// the instant they give, before the nested JWS are verified in full, each at its own date.
+    /// A nested JWS that cannot be decoded is rejected here with its field named.
+    private func nestedSignedDate(of payload: NotificationPayload) throws -> Timestamp? {
+        func date(_ jws: String?, _ field: String, _ read: (JSONObject) throws -> Timestamp?) throws -> Timestamp? {
+            guard let jws else { return nil }
+            do {
+                return try decode(Array(jws.utf8)).payload(read)
+            } catch let error as ReceiptKitError {
+                throw ReceiptKitError(error.code, "\(field): \(error.reason)", underlyingError: error.underlyingError)
+            }
+        }
+        let dates = [
+            try date(payload.data?.signedTransactionInfo, "data.signedTransactionInfo") { try JWSTransaction(json: $0).signedDate },
+            try date(payload.data?.signedRenewalInfo, "data.signedRenewalInfo") { try JWSRenewalInfo(json: $0).signedDate },
+            try date(payload.appData?.signedAppTransactionInfo, "appData.signedAppTransactionInfo") {
+                try AppTransaction(json: $0).signedDate
+            },
+        ]
+        return dates.compactMap { $0 }.max()
     }
 
     var claims: ClaimPolicy {
@@ -259,8 +291,10 @@ public struct AppStoreVerifier: Sendable {
     ///
     /// A header validated before is reused while the validation time falls inside its chain's
     /// window; outside it, the chain is validated again from scratch, which reports the failure.
-    private func authenticate<Payload>(_ decoded: DecodedJWS, _ payload: Payload, date: Timestamp?) throws -> Verified<Payload> {
-        let time = configuration.validationTime.resolve(payloadDate: date, clock: clock)
+    private func authenticate<Payload>(
+        _ decoded: DecodedJWS, _ payload: Payload, date: Timestamp?, source: ValidationTimeSource = .payloadDate
+    ) throws -> Verified<Payload> {
+        let (time, resolvedSource) = configuration.validationTime.resolve(payloadDate: date, source: source, clock: clock)
         let chain: ValidatedChain
         let signingPrefix: SHA256Prefix?
         if let validated = decoded.validatedHeader, validated.chain.covers(time) {
@@ -283,7 +317,7 @@ public struct AppStoreVerifier: Sendable {
         guard chain.leafKey.verifyECDSA(derSignature: signature.der, digest: digest) else {
             throw ReceiptKitError(.invalidSignature, "the ES256 signature does not verify under the leaf x5c[0] key")
         }
-        return Verified(payload: payload, chain: chain.summary, validatedAt: time)
+        return Verified(payload: payload, chain: chain.summary, validatedAt: time, validationTimeSource: resolvedSource)
     }
 }
 

@@ -7,6 +7,16 @@ public struct Verified<Payload: Sendable>: Sendable {
     public let chain: ChainSummary
     /// The instant the chain was validated at.
     public let validatedAt: Timestamp
+    /// Where ``validatedAt`` came from.
+    public let validationTimeSource: ValidationTimeSource
+
+    init(payload: Payload, chain: ChainSummary, validatedAt: Timestamp,
+         validationTimeSource: ValidationTimeSource = .payloadDate) {
+        self.payload = payload
+        self.chain = chain
+        self.validatedAt = validatedAt
+        self.validationTimeSource = validationTimeSource
+    }
 }
 
 /// A verified App Store Server Notification V2 together with its verified nested JWS.
