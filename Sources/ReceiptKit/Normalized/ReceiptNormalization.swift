@@ -11,7 +11,8 @@ extension VerificationRecord {
         let environment = receipt.environment?.rawValue ?? receipt.rawReceiptType
         self.init(
             kind: .receipt, environment: environment, validatedAt: verified.validatedAt,
-            validationTimeSource: verified.validationTimeSource, chain: verified.chain,
+            validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
+            chain: verified.chain,
             transactions: receipt.inAppPurchases.map { NormalizedTransaction($0, of: receipt) },
             app: NormalizedApp(receipt), receipt: receipt)
     }

@@ -9,6 +9,9 @@ public struct VerificationRecord: Sendable {
     /// Where ``validatedAt`` came from; printed as `validation_time_source` only when it is not
     /// the payload's own date although ``ValidationTime/signedDate`` was asked for.
     public let validationTimeSource: ValidationTimeSource
+    /// The revocation result, or `nil` when the policy is ``RevocationPolicy/Mode/off`` (then no
+    /// `revocation` member is printed).
+    public let revocation: RevocationResult?
     /// The chain the input was verified under.
     public let chain: ChainSummary
     /// The purchases: one for a transaction or a notification that carries one.
@@ -26,7 +29,8 @@ public struct VerificationRecord: Sendable {
 
     init(
         kind: PayloadKind, environment: String?, validatedAt: Timestamp,
-        validationTimeSource: ValidationTimeSource = .payloadDate, chain: ChainSummary,
+        validationTimeSource: ValidationTimeSource = .payloadDate, revocation: RevocationResult? = nil,
+        chain: ChainSummary,
         transactions: [NormalizedTransaction] = [], notification: NotificationPayload? = nil,
         renewalInfo: JWSRenewalInfo? = nil, app: NormalizedApp? = nil, realtimeRequest: RealtimeRequest? = nil,
         receipt: AppReceipt? = nil
@@ -35,6 +39,7 @@ public struct VerificationRecord: Sendable {
         self.environment = environment
         self.validatedAt = validatedAt
         self.validationTimeSource = validationTimeSource
+        self.revocation = revocation
         self.chain = chain
         self.transactions = transactions
         self.notification = notification
@@ -47,25 +52,29 @@ public struct VerificationRecord: Sendable {
     /// The record of a verified transaction.
     public init(_ verified: Verified<JWSTransaction>) {
         self.init(kind: .transaction, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
-                  validationTimeSource: verified.validationTimeSource, chain: verified.chain, transactions: [NormalizedTransaction(verified.payload)])
+                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
+                  chain: verified.chain, transactions: [NormalizedTransaction(verified.payload)])
     }
 
     /// The record of verified renewal info.
     public init(_ verified: Verified<JWSRenewalInfo>) {
         self.init(kind: .renewalInfo, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
-                  validationTimeSource: verified.validationTimeSource, chain: verified.chain, renewalInfo: verified.payload)
+                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
+                  chain: verified.chain, renewalInfo: verified.payload)
     }
 
     /// The record of a verified AppTransaction.
     public init(_ verified: Verified<AppTransaction>) {
         self.init(kind: .appTransaction, environment: verified.payload.rawReceiptType, validatedAt: verified.validatedAt,
-                  validationTimeSource: verified.validationTimeSource, chain: verified.chain, app: NormalizedApp(verified.payload))
+                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
+                  chain: verified.chain, app: NormalizedApp(verified.payload))
     }
 
     /// The record of a verified realtime request.
     public init(_ verified: Verified<RealtimeRequest>) {
         self.init(kind: .realtimeRequest, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
-                  validationTimeSource: verified.validationTimeSource, chain: verified.chain, realtimeRequest: verified.payload)
+                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
+                  chain: verified.chain, realtimeRequest: verified.payload)
     }
 
     /// The record of a verified notification, with its nested transaction, renewal info and app.
@@ -74,7 +83,7 @@ public struct VerificationRecord: Sendable {
         self.init(
             kind: .notification, environment: notification.payload.rawEnvironment,
             validatedAt: notification.validatedAt, validationTimeSource: notification.validationTimeSource,
-            chain: notification.chain,
+            revocation: verified.revocation, chain: notification.chain,
             transactions: verified.transaction.map { [NormalizedTransaction($0.payload)] } ?? [],
             notification: notification.payload, renewalInfo: verified.renewalInfo?.payload,
             app: verified.appTransaction.map { NormalizedApp($0.payload) })
@@ -95,6 +104,12 @@ public struct VerificationRecord: Sendable {
                     json.member("root_sha256", chain.rootSHA256)
                     json.member("leaf_sha256", chain.leafSHA256)
                     json.member("leaf_not_after", chain.leafNotAfter)
+                }
+            }
+            if let revocation {
+                json.member("revocation", revocation.status.rawValue)
+                if let warning = revocation.warning {
+                    json.member("revocation_warning", warning)
                 }
             }
             json.member("transactions") { json in

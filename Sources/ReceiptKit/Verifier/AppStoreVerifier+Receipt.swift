@@ -42,8 +42,10 @@ extension AppStoreVerifier {
                 .deviceHashMismatch,
                 "SHA-1 of device \(device), the opaque value and the bundle id is not the receipt's hash (attribute 5)")
         }
+        let revocation = try checkRevocation(chain, signedAt: time)
         try claims.check(.receipt(receipt))
-        return Verified(payload: receipt, chain: chain.summary, validatedAt: time, validationTimeSource: source)
+        return Verified(payload: receipt, chain: chain.summary, validatedAt: time, validationTimeSource: source,
+                        revocation: revocation)
     }
 
     /// Verifies a legacy receipt given as standard, padded base64 (how apps send it and how

@@ -35,6 +35,8 @@ public struct AppStoreVerifier: Sendable {
 
         /// How many validated headers and chains the verifier remembers (each).
         public var cacheCapacity: Int
+        /// Whether and how certificates are checked for revocation. Defaults to off: no network.
+        public var revocation: RevocationPolicy = .off
 
         /// The default largest JWS: 64 KiB.
         public static let defaultMaximumJWSSize = 64 * 1024
@@ -81,6 +83,8 @@ public struct AppStoreVerifier: Sendable {
     private let headerCache: HeaderCache
     /// Legacy receipt chains already validated (see ``ReceiptChainValidator``).
     let receiptChainCache: BoundedCache<ReceiptChainKey, CachedChain>
+    /// The revocation checker, `nil` when the policy is off.
+    let revocationChecker: RevocationChecker?
 
     /// Creates a verifier.
     ///
@@ -94,6 +98,18 @@ public struct AppStoreVerifier: Sendable {
         self.chainValidator = JWSChainValidator(anchors: configuration.anchors, cacheCapacity: configuration.cacheCapacity)
         self.headerCache = HeaderCache(capacity: configuration.cacheCapacity)
         self.receiptChainCache = BoundedCache(capacity: configuration.cacheCapacity)
+        self.revocationChecker = configuration.revocation.mode == .off ? nil : RevocationChecker(policy: configuration.revocation)
+    }
+
+    /// How many OCSP requests this verifier has sent (0 unless a revocation policy uses OCSP).
+    public var ocspRequestCount: Int { revocationChecker?.requestCount ?? 0 }
+
+    /// Checks a validated chain for revocation under the configured policy, at the clock.
+    ///
+    /// - Returns: The result, or `nil` when the policy is off.
+    func checkRevocation(_ chain: ValidatedChain, signedAt: Timestamp) throws -> RevocationResult? {
+        guard let revocationChecker else { return nil }
+        return try revocationChecker.check(path: chain.path, names: chain.names, signedAt: signedAt, now: Timestamp(clock()))
     }
 
     // MARK: One method per payload kind
@@ -317,7 +333,10 @@ public struct AppStoreVerifier: Sendable {
         guard chain.leafKey.verifyECDSA(derSignature: signature.der, digest: digest) else {
             throw ReceiptKitError(.invalidSignature, "the ES256 signature does not verify under the leaf x5c[0] key")
         }
-        return Verified(payload: payload, chain: chain.summary, validatedAt: time, validationTimeSource: resolvedSource)
+        // Only a chain that validated and a signature that verified ever cause an OCSP request.
+        let revocation = try checkRevocation(chain, signedAt: time)
+        return Verified(payload: payload, chain: chain.summary, validatedAt: time, validationTimeSource: resolvedSource,
+                        revocation: revocation)
     }
 }
 
