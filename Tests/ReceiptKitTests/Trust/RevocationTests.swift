@@ -368,3 +368,96 @@ final class ReadWriteBox<Value>: @unchecked Sendable {
         return stored
     }
 }
+
+@Suite("verify-receipt --revocation")
+struct RevocationCommandLineTests {
+    @Test("a batch makes one request, a second run reuses the disk cache offline, strict without status exits 1")
+    func batchAndCache() throws {
+        let scenario = try OCSPScenario()
+        let directory = try OCSPScenario.cacheDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tokens = try (0..<40).map { try scenario.jws(transactionId: "30000000000\(1000 + $0)") }
+        let root = ["--root", "TestVectors/pki/root.der"]
+
+        let first = try CLI.run(root + ["--revocation", "ocsp", "--ocsp-cache", directory.path, "--jobs", "4", "--summary"],
+                                stdin: tokens.joined(separator: "\n"))
+        #expect(first.status == 0, "\(first.stderr)")
+        let records = try first.records()
+        #expect(records.count == 40 && records.allSatisfy { $0["revocation"] as? String == "good" })
+        #expect(first.stderr.contains("revocation: ocsp, 1 OCSP requests"), "\(first.stderr)")
+        #expect(scenario.responder?.requests == 1)
+
+        scenario.stopResponder()
+        let second = try CLI.run(root + ["--revocation", "offline", "--ocsp-cache", directory.path, "--summary"],
+                                 stdin: tokens[0])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try second.records().first?["revocation"] as? String == "good")
+        #expect(second.stderr.contains("0 OCSP requests"))
+
+        let strict = try CLI.run(root + ["--revocation", "ocsp-strict", "--ocsp-timeout", "1"], stdin: tokens[0])
+        #expect(strict.status == 1)
+        let error = try #require(try strict.records().first?["error"] as? [String: Any])
+        #expect(error["code"] as? String == "revocation_unknown")
+
+        let soft = try CLI.run(root + ["--revocation", "ocsp", "--ocsp-timeout", "1"], stdin: tokens[0])
+        #expect(soft.status == 0)
+        #expect(try soft.records().first?["revocation"] as? String == "unknown")
+    }
+
+    @Test("without --revocation nothing changes: no revocation member, no request")
+    func defaultOff() throws {
+        let scenario = try OCSPScenario()
+        let result = try CLI.run(["--root", "TestVectors/pki/root.der"], stdin: try scenario.jws())
+        #expect(result.status == 0)
+        #expect(try result.records().first?["revocation"] == nil)
+        #expect(scenario.responder?.requests == 0)
+    }
+
+    @Test("usage errors: an unknown mode, --crl or --ocsp-cache without a mode, a cache that is not a directory, a bad CRL",
+          arguments: [
+            ["--revocation", "sometimes"],
+            ["--crl", "TestVectors/pki/root.der"],
+            ["--ocsp-cache", "/tmp"],
+            ["--revocation", "offline", "--ocsp-cache", "TestVectors/README.md"],
+            ["--revocation", "offline", "--crl", "TestVectors/README.md"],
+            ["--revocation", "ocsp", "--ocsp-timeout", "0"],
+          ])
+    func usageErrors(_ arguments: [String]) throws {
+        let result = try CLI.run(arguments, stdin: "")
+        #expect(result.status == 64, "\(arguments): \(result.stderr)")
+    }
+}
+
+@Suite("Revocation of legacy receipt chains")
+struct ReceiptRevocationTests {
+    static func verifier(_ mode: RevocationPolicy.Mode, crls: [URL] = []) throws -> AppStoreVerifier {
+        var configuration = AppStoreVerifier.Configuration(
+            anchors: try TrustAnchors(rootCertificates: [Fixtures.testVector("receipts/pki/root.der")]))
+        configuration.revocation = RevocationPolicy(
+            mode: mode, crls: try crls.map { try RevocationPolicy.CRL(contents: Fixtures.bytes($0), name: $0.lastPathComponent) })
+        return AppStoreVerifier(configuration)
+    }
+
+    @Test("the same policy applies to receipt chains: CRL good, CRL revoked, no status offline, a warning in ocsp")
+    func receiptChains() throws {
+        let receipt = try Fixtures.testVector("receipts/receipt-sha256-der.der")
+        let ca = try TestCA(certificateDER: Fixtures.testVector("receipts/pki/intermediate.der"),
+                            key: Fixtures.testVectors.appendingPathComponent("receipts/pki/intermediate.key"))
+        let clean = try ca.crl()
+        #expect(try Self.verifier(.offline, crls: [clean]).verifyReceipt(receipt).revocation?.status == .good)
+        expectRejection(.revocationUnknown) { _ = try Self.verifier(.offline).verifyReceipt(receipt) }
+        // The test receipt leaf names no responder: a warning, and no request.
+        let soft = try Self.verifier(.ocsp)
+        #expect(try soft.verifyReceipt(receipt).revocation?.warning?.contains("names no OCSP responder") == true)
+        #expect(soft.ocspRequestCount == 0)
+
+        let leafPEM = ca.directory.appendingPathComponent("receipt-leaf.pem")
+        try runOpenSSL(["x509", "-inform", "DER", "-in", Fixtures.testVectors.appendingPathComponent("receipts/pki/leaf.der").path,
+                        "-out", leafPEM.path], in: ca.directory)
+        try ca.revoke(TestCA.Issued(der: [], pem: leafPEM, key: leafPEM), reason: "keyCompromise")
+        let error = expectRejection(.certificateRevoked) {
+            _ = try Self.verifier(.offline, crls: [try ca.crl()]).verifyReceipt(receipt)
+        }
+        #expect(error?.reason.contains("receipt leaf") == true, "\(String(describing: error))")
+    }
+}
