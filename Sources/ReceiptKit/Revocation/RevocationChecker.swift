@@ -67,7 +67,10 @@ final class RevocationChecker: Sendable {
         for index in 0..<(path.count - 1) {
             let certificate = path[index]
             let issuer = path[index + 1]
-            let name = "\(index < names.count ? names[index] : "certificate at depth \(index)") \(certificate.subjectDescription) (serial \(certificate.serialHex))"
+            // Built only for a reason: naming a certificate costs more than a remembered answer.
+            var name: String {
+                "\(index < names.count ? names[index] : "certificate at depth \(index)") \(certificate.subjectDescription) (serial \(certificate.serialHex))"
+            }
             let urls = responderURLs(of: certificate)
             let issuerCRLs = crlIndexes(issuedBy: issuer)
             guard index == 0 || !urls.isEmpty || !issuerCRLs.isEmpty else { continue }
