@@ -144,14 +144,14 @@ struct RevocationTests {
     @Test("responder down: a warning in ocsp (asked once per retry interval), revocation_unknown in ocsp-strict")
     func responderDown() throws {
         let scenario = try OCSPScenario(start: false)
-        let verifier = try OCSPScenario.verifier(.ocsp)
+        let verifier = try OCSPScenario.verifier(.ocsp, timeout: 1)
         for _ in 0..<5 {
             let record = try verifier.verify(try scenario.jws())
             #expect(record.revocation?.status == .unknown)
             #expect(record.revocation?.warning?.contains("gave no answer") == true, "\(String(describing: record.revocation))")
         }
         #expect(verifier.ocspRequestCount == 1)
-        let error = expectRejection(.revocationUnknown) { _ = try OCSPScenario.verifier(.ocspStrict).verify(try scenario.jws()) }
+        let error = expectRejection(.revocationUnknown) { _ = try OCSPScenario.verifier(.ocspStrict, timeout: 1).verify(try scenario.jws()) }
         #expect(error?.reason.contains("leaf x5c[0]") == true)
     }
 
@@ -296,7 +296,7 @@ struct RotationTests {
         let pinned = AppStoreVerifier(.init(anchors: try TrustAnchors(pinnedSHA256: [Digest.hex(Fixtures.testVector("pki/root.der"))])))
         #expect(try pinned.verify(token).kind == .transaction)
         // The intermediate names a responder: with the root's responder down it is unknown…
-        let soft = try OCSPScenario.verifier(.ocsp).verify(token)
+        let soft = try OCSPScenario.verifier(.ocsp, timeout: 1).verify(token)
         #expect(soft.revocation?.warning?.contains("intermediate x5c[1]") == true, "\(String(describing: soft.revocation))")
         // …and revoked by the root, it rejects, naming the intermediate.
         try root.revoke(intermediate, reason: "cACompromise")
