@@ -873,6 +873,27 @@ def build_notification_test(v: Vectors) -> None:
              "TEST notification: data has only bundleId and environment (no appAppleId, as in Sandbox).", test)
 
 
+def build_notification_no_signed_date(v: Vectors) -> None:
+    """A DID_RENEW notification in the early-2022 shape: no top-level signedDate, notificationVersion
+    "2.0" instead of version, data with nested signedTransactionInfo/signedRenewalInfo. It is
+    validated at the latest nested signedDate (the renewal info's here), so it verifies at any clock."""
+    tx = dict(TX_INITIAL_BUY, signedDate=ms("2024-06-01T12:00:00.000Z"))
+    renewal = dict(RENEWAL_FOR_NOTIFICATION, signedDate=ms("2024-06-01T12:01:00.500Z"))
+    payload = {
+        "notificationType": "DID_RENEW",
+        "notificationUUID": "6b9c6f1e-8f2e-4c55-9d7a-2e1f4c3b2a10",
+        "notificationVersion": "2.0",
+        "data": {"appAppleId": APP_APPLE_ID, "bundleId": BUNDLE, "bundleVersion": "1", "environment": "Sandbox",
+                 "signedTransactionInfo": make_jws(header(), tx), "signedRenewalInfo": make_jws(header(), renewal)},
+    }
+    v.signed("notification-did-renew-no-signed-date", verified(
+        "notification", "Sandbox", iso_ms(renewal["signedDate"]), [normalize_transaction(tx)],
+        validation_time_source="nested_signed_date",
+        notification={"type": "DID_RENEW", "subtype": None, "version": "2.0", "signed_date": None}),
+        "Early-2022 DID_RENEW shape: no signedDate, notificationVersion 2.0; validated at the latest nested "
+        "signedDate (2024-06-01T12:01:00.500Z), which the record names as validation_time_source.", payload)
+
+
 def build_app_and_realtime(v: Vectors) -> None:
     """An app transaction (validated at its receiptCreationDate) and a real-time request."""
     v.signed("app-transaction", verified(
@@ -1271,6 +1292,7 @@ BUILDERS: list[Callable[[Vectors], None]] = [
     build_notification_rescind_consent,
     build_notification_consumption_request,
     build_notification_test,
+    build_notification_no_signed_date,
     build_app_and_realtime,
     build_xcode_transaction,
     build_option_variants,

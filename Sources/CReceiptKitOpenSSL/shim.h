@@ -8,7 +8,9 @@
 #include <openssl/ecdsa.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/http.h>
 #include <openssl/objects.h>
+#include <openssl/ocsp.h>
 #include <openssl/params.h>
 #include <openssl/pem.h>
 #include <openssl/provider.h>
@@ -66,5 +68,46 @@ static inline uint32_t rk_ku_digital_signature(void) { return KU_DIGITAL_SIGNATU
 static inline void rk_openssl_free(void *pointer) {
     OPENSSL_free(pointer);
 }
+
+/* OCSP (revocation, opt-in). */
+
+/* X509_get1_ocsp returns a STACK_OF(OPENSSL_STRING), whose helpers are
+ * macro-generated like STACK_OF(X509)'s: typed entry points for Swift. */
+static inline int rk_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *stack) {
+    return sk_OPENSSL_STRING_num(stack);
+}
+
+static inline const char *rk_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *stack, int index) {
+    return sk_OPENSSL_STRING_value(stack, index);
+}
+
+/* Posts `request` to http://host:port/path with OpenSSL's own HTTP client and
+ * returns the parsed response, or NULL (the error queue says why). One entry
+ * point because OSSL_HTTP_transfer takes twenty arguments and the request and
+ * response BIOs are made through ASN1_ITEM macros (ASN1_ITEM_rptr) Swift cannot
+ * import; this mirrors how the `openssl ocsp` command posts its request.
+ * `timeout` bounds the whole exchange (connect, send, receive), in seconds. */
+static inline OCSP_RESPONSE *rk_ocsp_post(const char *host, const char *port, const char *path,
+                                          OCSP_REQUEST *request, int timeout) {
+    BIO *body = ASN1_item_i2d_mem_bio(ASN1_ITEM_rptr(OCSP_REQUEST), (const ASN1_VALUE *)request);
+    if (body == NULL)
+        return NULL;
+    OSSL_HTTP_REQ_CTX *context = NULL;
+    BIO *answer = OSSL_HTTP_transfer(&context, host, port, path, 0, NULL, NULL, NULL, NULL, NULL, NULL,
+                                     0, NULL, "application/ocsp-request", body,
+                                     "application/ocsp-response", 1, 100000, timeout, 0);
+    BIO_free(body);
+    OCSP_RESPONSE *response = NULL;
+    if (answer != NULL)
+        response = (OCSP_RESPONSE *)ASN1_item_d2i_bio(ASN1_ITEM_rptr(OCSP_RESPONSE), answer, NULL);
+    BIO_free(answer);
+    (void)OSSL_HTTP_close(context, response != NULL);
+    return response;
+}
+
+/* The status constants are macros that Swift imports untyped. */
+static inline int rk_ocsp_response_status_successful(void) { return OCSP_RESPONSE_STATUS_SUCCESSFUL; }
+static inline int rk_ocsp_certstatus_good(void) { return V_OCSP_CERTSTATUS_GOOD; }
+static inline int rk_ocsp_certstatus_revoked(void) { return V_OCSP_CERTSTATUS_REVOKED; }
 
 #endif

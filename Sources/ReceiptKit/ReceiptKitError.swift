@@ -52,6 +52,12 @@ public struct ReceiptKitError: Error, Sendable, Hashable, CustomStringConvertibl
         /// A legacy receipt's envelope is not exactly what Apple writes, or its payload lacks a
         /// required attribute or has one of the wrong type.
         public static let malformedReceipt = Code(rawValue: "malformed_receipt")
+        /// A certificate of the chain is revoked (OCSP or CRL); the reason names it, the revocation
+        /// time and reason, and whether it came before the payload's signed date.
+        public static let certificateRevoked = Code(rawValue: "certificate_revoked")
+        /// A revocation policy that needs a status (`ocsp-strict`, `offline`) got none for a
+        /// certificate; the reason names it and why.
+        public static let revocationUnknown = Code(rawValue: "revocation_unknown")
         /// A legacy receipt's device hash (attribute 5) does not match the configured device.
         public static let deviceHashMismatch = Code(rawValue: "device_hash_mismatch")
     }

@@ -64,6 +64,18 @@ struct VerifyReceipt: ParsableCommand {
     @Flag(help: "At the end, print counts by status, error code, kind and environment, and the throughput, on standard error.")
     var summary = false
 
+    @Option(help: ArgumentHelp("Revocation check: off (default; no network), ocsp (OCSP, an unreachable responder is a warning), ocsp-strict (no answer rejects with revocation_unknown) or offline (only --ocsp-cache and --crl).", valueName: "mode"))
+    var revocation: String = "off"
+
+    @Option(name: .customLong("ocsp-cache"), help: ArgumentHelp("Keep OCSP answers in this directory, until their nextUpdate, for later runs (and read them in offline mode).", valueName: "dir"))
+    var ocspCache: String?
+
+    @Option(name: .customLong("ocsp-timeout"), help: ArgumentHelp("The longest one OCSP exchange may take (default 5).", valueName: "seconds"))
+    var ocspTimeout: Double = RevocationPolicy.defaultTimeout
+
+    @Option(name: .customLong("crl"), help: ArgumentHelp("A certificate revocation list, DER or PEM (repeatable); used with any revocation mode.", valueName: "file"))
+    var crls: [String] = []
+
     @Flag(name: .customLong("with-ids"), help: "Each input line is ID<TAB>INPUT; the record (and CSV row) carries \"id\": ID, so results can be joined to their source rows.")
     var withIDs = false
 
@@ -164,6 +176,9 @@ struct VerifyReceipt: ParsableCommand {
         reporter.finish(tally)
         if summary {
             Self.complain(tally.summary())
+            if revocation != "off" {
+                Self.complain("  revocation: \(revocation), \(verifier.ocspRequestCount) OCSP requests")
+            }
         }
         if tally.rejected > 0 { throw ExitCode(1) }
     }
@@ -206,6 +221,7 @@ struct VerifyReceipt: ParsableCommand {
         guard maximumReceiptSize > 0, maximumReceiptSize <= 1 << 30 else {
             throw ValidationError("--max-receipt-size must be between 1 and 1073741824")
         }
+        configuration.revocation = try makeRevocationPolicy()
         if let deviceId {
             guard let device = DeviceIdentifier(deviceId) else {
                 throw ValidationError("--device-id must be a UUID (8-4-4-4-12 hex digits) or a MAC address (12 hex digits)")
@@ -238,6 +254,34 @@ struct VerifyReceipt: ParsableCommand {
             throw ExitCode(73)
         }
         return StateOutput(descriptor: descriptor, asOf: instant)
+    }
+
+    private func makeRevocationPolicy() throws -> RevocationPolicy {
+        guard let mode = RevocationPolicy.Mode(rawValue: revocation) else {
+            throw ValidationError("--revocation must be one of \(RevocationPolicy.Mode.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard ocspTimeout > 0, ocspTimeout <= 600 else { throw ValidationError("--ocsp-timeout must be between 0 and 600 seconds") }
+        guard mode != .off || (ocspCache == nil && crls.isEmpty) else {
+            throw ValidationError("--ocsp-cache and --crl need --revocation ocsp, ocsp-strict or offline")
+        }
+        if let ocspCache {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: ocspCache, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ValidationError("--ocsp-cache \(ocspCache) is not a directory")
+            }
+        }
+        let lists = try crls.map { path -> RevocationPolicy.CRL in
+            guard let data = FileManager.default.contents(atPath: path) else {
+                Self.complain("verify-receipt: cannot read CRL \(path)")
+                throw ExitCode(66)
+            }
+            do {
+                return try RevocationPolicy.CRL(contents: Array(data), name: path)
+            } catch let error as ReceiptKitError {
+                throw ValidationError(error.message)
+            }
+        }
+        return RevocationPolicy(mode: mode, timeout: ocspTimeout, cacheDirectory: ocspCache, crls: lists)
     }
 
     private func parseKind() throws -> PayloadKind? {

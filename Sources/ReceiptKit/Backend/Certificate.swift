@@ -123,7 +123,8 @@ final class Certificate: @unchecked Sendable {
     /// The start of the validity period.
     var notBefore: Timestamp? { Self.timestamp(X509_get0_notBefore(pointer)) }
 
-    private static func timestamp(_ time: UnsafePointer<ASN1_TIME>?) -> Timestamp? {
+    /// An ASN.1 UTCTime or GeneralizedTime as a timestamp, or `nil` when OpenSSL cannot read it.
+    static func timestamp(_ time: UnsafePointer<ASN1_TIME>?) -> Timestamp? {
         guard let time else { return nil }
         var parsed = tm()
         guard ASN1_TIME_to_tm(time, &parsed) == 1 else { return nil }
@@ -131,6 +132,17 @@ final class Certificate: @unchecked Sendable {
             year: Int64(parsed.tm_year) + 1900, month: Int64(parsed.tm_mon) + 1, day: Int64(parsed.tm_mday))
         let seconds = days * 86_400 + Int64(parsed.tm_hour) * 3600 + Int64(parsed.tm_min) * 60 + Int64(parsed.tm_sec)
         return Timestamp(millisecondsSince1970: seconds * 1000)
+    }
+
+    /// The serial number as uppercase hexadecimal, for reasons that name a certificate.
+    var serialHex: String {
+        guard let serial = X509_get0_serialNumber(pointer), let number = ASN1_INTEGER_to_BN(serial, nil) else {
+            return "?"
+        }
+        defer { BN_free(number) }
+        guard let hex = BN_bn2hex(number) else { return "?" }
+        defer { rk_openssl_free(hex) }
+        return String(cString: hex)
     }
 
     /// The subject public key, owned by the returned value.

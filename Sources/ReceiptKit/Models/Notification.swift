@@ -9,6 +9,9 @@ public struct NotificationPayload: Sendable, Hashable {
     public let notificationUUID: String?
     public let data: NotificationData?
     public let version: String?
+    /// The version as the early-2022 notifications wrote it (`notificationVersion` "2.0", with
+    /// no `version` and no `signedDate`).
+    public let notificationVersion: String?
     public let signedDate: Timestamp?
     public let summary: NotificationSummary?
     public let externalPurchaseToken: ExternalPurchaseToken?
@@ -20,6 +23,7 @@ public struct NotificationPayload: Sendable, Hashable {
         notificationUUID = try json.string("notificationUUID")
         data = try json.object("data").map(NotificationData.init(json:))
         version = try json.string("version")
+        notificationVersion = try json.string("notificationVersion")
         signedDate = try json.timestamp("signedDate")
         summary = try json.object("summary").map(NotificationSummary.init(json:))
         externalPurchaseToken = try json.object("externalPurchaseToken").map(ExternalPurchaseToken.init(json:))

@@ -36,7 +36,7 @@ extension NotificationPayload {
             json.member("type", rawNotificationType)
             json.member("subtype", rawSubtype)
             json.member("uuid", notificationUUID)
-            json.member("version", version)
+            json.member("version", version ?? notificationVersion)
             json.member("signed_date", signedDate)
             json.member("environment", rawEnvironment)
             json.member("bundle_id", bundleId)

@@ -10,7 +10,9 @@ extension VerificationRecord {
         let receipt = verified.payload
         let environment = receipt.environment?.rawValue ?? receipt.rawReceiptType
         self.init(
-            kind: .receipt, environment: environment, validatedAt: verified.validatedAt, chain: verified.chain,
+            kind: .receipt, environment: environment, validatedAt: verified.validatedAt,
+            validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
+            chain: verified.chain,
             transactions: receipt.inAppPurchases.map { NormalizedTransaction($0, of: receipt) },
             app: NormalizedApp(receipt), receipt: receipt)
     }

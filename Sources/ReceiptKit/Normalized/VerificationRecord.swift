@@ -6,6 +6,12 @@ public struct VerificationRecord: Sendable {
     public let environment: String?
     /// The instant the chain was validated at.
     public let validatedAt: Timestamp
+    /// Where ``validatedAt`` came from; printed as `validation_time_source` only when it is not
+    /// the payload's own date although ``ValidationTime/signedDate`` was asked for.
+    public let validationTimeSource: ValidationTimeSource
+    /// The revocation result, or `nil` when the policy is ``RevocationPolicy/Mode/off`` (then no
+    /// `revocation` member is printed).
+    public let revocation: RevocationResult?
     /// The chain the input was verified under.
     public let chain: ChainSummary
     /// The purchases: one for a transaction or a notification that carries one.
@@ -22,7 +28,9 @@ public struct VerificationRecord: Sendable {
     public let receipt: AppReceipt?
 
     init(
-        kind: PayloadKind, environment: String?, validatedAt: Timestamp, chain: ChainSummary,
+        kind: PayloadKind, environment: String?, validatedAt: Timestamp,
+        validationTimeSource: ValidationTimeSource = .payloadDate, revocation: RevocationResult? = nil,
+        chain: ChainSummary,
         transactions: [NormalizedTransaction] = [], notification: NotificationPayload? = nil,
         renewalInfo: JWSRenewalInfo? = nil, app: NormalizedApp? = nil, realtimeRequest: RealtimeRequest? = nil,
         receipt: AppReceipt? = nil
@@ -30,6 +38,8 @@ public struct VerificationRecord: Sendable {
         self.kind = kind
         self.environment = environment
         self.validatedAt = validatedAt
+        self.validationTimeSource = validationTimeSource
+        self.revocation = revocation
         self.chain = chain
         self.transactions = transactions
         self.notification = notification
@@ -42,24 +52,28 @@ public struct VerificationRecord: Sendable {
     /// The record of a verified transaction.
     public init(_ verified: Verified<JWSTransaction>) {
         self.init(kind: .transaction, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
+                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
                   chain: verified.chain, transactions: [NormalizedTransaction(verified.payload)])
     }
 
     /// The record of verified renewal info.
     public init(_ verified: Verified<JWSRenewalInfo>) {
         self.init(kind: .renewalInfo, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
+                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
                   chain: verified.chain, renewalInfo: verified.payload)
     }
 
     /// The record of a verified AppTransaction.
     public init(_ verified: Verified<AppTransaction>) {
         self.init(kind: .appTransaction, environment: verified.payload.rawReceiptType, validatedAt: verified.validatedAt,
+                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
                   chain: verified.chain, app: NormalizedApp(verified.payload))
     }
 
     /// The record of a verified realtime request.
     public init(_ verified: Verified<RealtimeRequest>) {
         self.init(kind: .realtimeRequest, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
+                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
                   chain: verified.chain, realtimeRequest: verified.payload)
     }
 
@@ -68,7 +82,8 @@ public struct VerificationRecord: Sendable {
         let notification = verified.notification
         self.init(
             kind: .notification, environment: notification.payload.rawEnvironment,
-            validatedAt: notification.validatedAt, chain: notification.chain,
+            validatedAt: notification.validatedAt, validationTimeSource: notification.validationTimeSource,
+            revocation: verified.revocation, chain: notification.chain,
             transactions: verified.transaction.map { [NormalizedTransaction($0.payload)] } ?? [],
             notification: notification.payload, renewalInfo: verified.renewalInfo?.payload,
             app: verified.appTransaction.map { NormalizedApp($0.payload) })
@@ -81,11 +96,20 @@ public struct VerificationRecord: Sendable {
             json.member("kind", kind.rawValue)
             json.member("environment", environment)
             json.member("validated_at", validatedAt)
+            if validationTimeSource.isPrinted {
+                json.member("validation_time_source", validationTimeSource.rawValue)
+            }
             json.member("chain") { json in
                 json.object { json in
                     json.member("root_sha256", chain.rootSHA256)
                     json.member("leaf_sha256", chain.leafSHA256)
                     json.member("leaf_not_after", chain.leafNotAfter)
+                }
+            }
+            if let revocation {
+                json.member("revocation", revocation.status.rawValue)
+                if let warning = revocation.warning {
+                    json.member("revocation_warning", warning)
                 }
             }
             json.member("transactions") { json in

@@ -14,4 +14,8 @@ struct ValidatedChain: Sendable {
     /// The leaf's public key, which must verify the signature.
     let leafKey: PublicKey
     let summary: ChainSummary
+    /// The validated path, leaf first, anchor last: what revocation is checked on.
+    let path: [Certificate]
+    /// How reasons name each certificate of ``path``.
+    let names: [String]
 }

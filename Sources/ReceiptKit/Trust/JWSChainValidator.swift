@@ -101,7 +101,8 @@ struct JWSChainValidator: Sendable {
         }
         let validated = ValidatedChain(
             leafKey: leafKey,
-            summary: ChainSummary(rootSHA256: Hex.encode(path[2].sha256), leafSHA256: Hex.encode(leaf.sha256), leafNotAfter: leaf.notAfter))
+            summary: ChainSummary(rootSHA256: Hex.encode(path[2].sha256), leafSHA256: Hex.encode(leaf.sha256), leafNotAfter: leaf.notAfter),
+            path: path, names: ["leaf x5c[0]", "intermediate x5c[1]", "root"])
         return (validated, Self.window(of: path))
     }
 
@@ -143,7 +144,8 @@ struct JWSChainValidator: Sendable {
         let validated = ValidatedChain(
             leafKey: key,
             summary: ChainSummary(rootSHA256: Hex.encode(anchor.sha256), leafSHA256: Hex.encode(certificate.sha256),
-                                  leafNotAfter: certificate.notAfter))
+                                  leafNotAfter: certificate.notAfter),
+            path: path, names: ["x5c[0]"])
         return (validated, Self.window(of: path))
     }
 

@@ -119,7 +119,8 @@ struct ReceiptChainValidator: Sendable {
         let validated = ValidatedChain(
             leafKey: leafKey,
             summary: ChainSummary(rootSHA256: Hex.encode(embeddedRoot.sha256), leafSHA256: Hex.encode(leaf.sha256),
-                                  leafNotAfter: leaf.notAfter))
+                                  leafNotAfter: leaf.notAfter),
+            path: path, names: ["receipt leaf", "receipt intermediate", "receipt root"])
         return (validated, path)
     }
 
@@ -137,7 +138,8 @@ struct ReceiptChainValidator: Sendable {
         let fingerprint = Hex.encode(certificate.sha256)
         let validated = ValidatedChain(
             leafKey: key,
-            summary: ChainSummary(rootSHA256: fingerprint, leafSHA256: fingerprint, leafNotAfter: certificate.notAfter))
+            summary: ChainSummary(rootSHA256: fingerprint, leafSHA256: fingerprint, leafNotAfter: certificate.notAfter),
+            path: path, names: ["receipt signer"])
         return (validated, path)
     }
 

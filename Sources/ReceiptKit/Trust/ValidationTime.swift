@@ -21,10 +21,55 @@ public enum ValidationTime: Sendable, Hashable {
     ///   - payloadDate: The payload's own date, if it has one.
     ///   - clock: Reads the current time; called only when needed.
     func resolve(payloadDate: Timestamp?, clock: () -> Date) -> Timestamp {
+        resolve(payloadDate: payloadDate, source: .payloadDate, clock: clock).time
+    }
+
+    /// Resolves the instant for a payload and says where it came from.
+    ///
+    /// - Parameters:
+    ///   - payloadDate: The date the payload kind's rule gives, if any.
+    ///   - source: Where `payloadDate` came from (``ValidationTimeSource/payloadDate`` or
+    ///     ``ValidationTimeSource/nestedSignedDate``).
+    ///   - clock: Reads the current time; called only when needed.
+    func resolve(
+        payloadDate: Timestamp?, source: ValidationTimeSource, clock: () -> Date
+    ) -> (time: Timestamp, source: ValidationTimeSource) {
         switch self {
-        case .signedDate: payloadDate ?? Timestamp(clock())
-        case .now: Timestamp(clock())
-        case .fixed(let instant): instant
+        case .signedDate:
+            if let payloadDate { return (payloadDate, source) }
+            return (Timestamp(clock()), .clock)
+        case .now: return (Timestamp(clock()), .now)
+        case .fixed(let instant): return (instant, .fixed)
         }
     }
+}
+
+/// Where the instant a chain was validated at came from.
+///
+/// With ``ValidationTime/signedDate`` (the default) every payload kind has its own date:
+///
+/// | payload | date |
+/// |---|---|
+/// | transaction, renewal info, realtime request, Xcode JWS | its `signedDate` |
+/// | app transaction | its `receiptCreationDate`, else its `signedDate` |
+/// | notification | its `signedDate`; without one (the early-2022 shape, `notificationVersion` "2.0"), the latest `signedDate` of the JWS nested in its `data` / `appData` |
+/// | legacy receipt | its creation date (attribute 12) |
+///
+/// and only a payload with no such date is validated at the verifier's clock.
+public enum ValidationTimeSource: String, Sendable, Hashable {
+    /// The payload's own date, by its kind's rule (the usual case; not printed).
+    case payloadDate = "payload_date"
+    /// A notification without `signedDate`: the latest `signedDate` of the JWS nested in it,
+    /// which its own signature covers.
+    case nestedSignedDate = "nested_signed_date"
+    /// ``ValidationTime/signedDate`` was asked for, but the payload carries no date: the clock.
+    case clock
+    /// ``ValidationTime/now``.
+    case now
+    /// ``ValidationTime/fixed(_:)``.
+    case fixed
+
+    /// Whether records print the source: only when ``ValidationTime/signedDate`` was asked for and
+    /// the payload's own date was not what it got, so records of ordinary payloads are unchanged.
+    var isPrinted: Bool { self == .nestedSignedDate || self == .clock }
 }

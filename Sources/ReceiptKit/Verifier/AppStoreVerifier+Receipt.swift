@@ -24,7 +24,8 @@ extension AppStoreVerifier {
             throw ReceiptKitError(.invalidSignature, "OpenSSL's default provider could not be loaded",
                                   underlyingError: OpenSSLErrorQueue.drain())
         }
-        let time = configuration.validationTime.resolve(payloadDate: receipt.receiptCreationDate, clock: clock)
+        let (time, source) = configuration.validationTime.resolve(
+            payloadDate: receipt.receiptCreationDate, source: .payloadDate, clock: clock)
         let chain = try ReceiptChainValidator(anchors: configuration.anchors, library: library, cache: receiptChainCache)
             .validate(envelope.certificates, signerIndex: signerIndex, at: time)
         let valid = envelope.payload.withUnsafeBytes { payload in
@@ -41,8 +42,10 @@ extension AppStoreVerifier {
                 .deviceHashMismatch,
                 "SHA-1 of device \(device), the opaque value and the bundle id is not the receipt's hash (attribute 5)")
         }
+        let revocation = try checkRevocation(chain, signedAt: time)
         try claims.check(.receipt(receipt))
-        return Verified(payload: receipt, chain: chain.summary, validatedAt: time)
+        return Verified(payload: receipt, chain: chain.summary, validatedAt: time, validationTimeSource: source,
+                        revocation: revocation)
     }
 
     /// Verifies a legacy receipt given as standard, padded base64 (how apps send it and how

@@ -35,6 +35,8 @@ public struct AppStoreVerifier: Sendable {
 
         /// How many validated headers and chains the verifier remembers (each).
         public var cacheCapacity: Int
+        /// Whether and how certificates are checked for revocation. Defaults to off: no network.
+        public var revocation: RevocationPolicy = .off
 
         /// The default largest JWS: 64 KiB.
         public static let defaultMaximumJWSSize = 64 * 1024
@@ -81,6 +83,8 @@ public struct AppStoreVerifier: Sendable {
     private let headerCache: HeaderCache
     /// Legacy receipt chains already validated (see ``ReceiptChainValidator``).
     let receiptChainCache: BoundedCache<ReceiptChainKey, CachedChain>
+    /// The revocation checker, `nil` when the policy is off.
+    let revocationChecker: RevocationChecker?
 
     /// Creates a verifier.
     ///
@@ -94,6 +98,18 @@ public struct AppStoreVerifier: Sendable {
         self.chainValidator = JWSChainValidator(anchors: configuration.anchors, cacheCapacity: configuration.cacheCapacity)
         self.headerCache = HeaderCache(capacity: configuration.cacheCapacity)
         self.receiptChainCache = BoundedCache(capacity: configuration.cacheCapacity)
+        self.revocationChecker = configuration.revocation.mode == .off ? nil : RevocationChecker(policy: configuration.revocation)
+    }
+
+    /// How many OCSP requests this verifier has sent (0 unless a revocation policy uses OCSP).
+    public var ocspRequestCount: Int { revocationChecker?.requestCount ?? 0 }
+
+    /// Checks a validated chain for revocation under the configured policy, at the clock.
+    ///
+    /// - Returns: The result, or `nil` when the policy is off.
+    func checkRevocation(_ chain: ValidatedChain, signedAt: Timestamp) throws -> RevocationResult? {
+        guard let revocationChecker else { return nil }
+        return try revocationChecker.check(path: chain.path, names: chain.names, signedAt: signedAt, now: Timestamp(clock()))
     }
 
     // MARK: One method per payload kind
@@ -223,7 +239,14 @@ public struct AppStoreVerifier: Sendable {
 
     private func verifyNotification(_ decoded: DecodedJWS) throws -> VerifiedNotification {
         let payload = try decoded.payload(NotificationPayload.init(json:))
-        let verified = try authenticate(decoded, payload, date: payload.signedDate)
+        let verified: Verified<NotificationPayload>
+        if payload.signedDate == nil, configuration.validationTime == .signedDate {
+            // The early-2022 shape has no signedDate: its instant is the latest signedDate of the
+            // JWS nested in it, read before anything is trusted, from bytes its signature covers.
+            verified = try authenticate(decoded, payload, date: nestedSignedDate(of: payload), source: .nestedSignedDate)
+        } else {
+            verified = try authenticate(decoded, payload, date: payload.signedDate)
+        }
         func nested<Nested>(_ jws: String?, _ field: String, _ verify: ([UInt8]) throws -> Nested) throws -> Nested? {
             guard let jws else { return nil }
             do {
@@ -239,6 +262,31 @@ public struct AppStoreVerifier: Sendable {
         try claims.check(.notification(payload))
         return VerifiedNotification(
             notification: verified, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
+    }
+
+    /// The latest `signedDate` of the JWS nested in a notification, or `nil` when none carries one.
+    ///
+    /// The nested payloads are parsed, not yet verified: the dates are only as trustworthy as the
+    /// notification's signature over them, which ``authenticate(_:_:date:source:)`` then checks at
+    /// the instant they give, before the nested JWS are verified in full, each at its own date.
+    /// A nested JWS that cannot be decoded is rejected here with its field named.
+    private func nestedSignedDate(of payload: NotificationPayload) throws -> Timestamp? {
+        func date(_ jws: String?, _ field: String, _ read: (JSONObject) throws -> Timestamp?) throws -> Timestamp? {
+            guard let jws else { return nil }
+            do {
+                return try decode(Array(jws.utf8)).payload(read)
+            } catch let error as ReceiptKitError {
+                throw ReceiptKitError(error.code, "\(field): \(error.reason)", underlyingError: error.underlyingError)
+            }
+        }
+        let dates = [
+            try date(payload.data?.signedTransactionInfo, "data.signedTransactionInfo") { try JWSTransaction(json: $0).signedDate },
+            try date(payload.data?.signedRenewalInfo, "data.signedRenewalInfo") { try JWSRenewalInfo(json: $0).signedDate },
+            try date(payload.appData?.signedAppTransactionInfo, "appData.signedAppTransactionInfo") {
+                try AppTransaction(json: $0).signedDate
+            },
+        ]
+        return dates.compactMap { $0 }.max()
     }
 
     var claims: ClaimPolicy {
@@ -259,8 +307,10 @@ public struct AppStoreVerifier: Sendable {
     ///
     /// A header validated before is reused while the validation time falls inside its chain's
     /// window; outside it, the chain is validated again from scratch, which reports the failure.
-    private func authenticate<Payload>(_ decoded: DecodedJWS, _ payload: Payload, date: Timestamp?) throws -> Verified<Payload> {
-        let time = configuration.validationTime.resolve(payloadDate: date, clock: clock)
+    private func authenticate<Payload>(
+        _ decoded: DecodedJWS, _ payload: Payload, date: Timestamp?, source: ValidationTimeSource = .payloadDate
+    ) throws -> Verified<Payload> {
+        let (time, resolvedSource) = configuration.validationTime.resolve(payloadDate: date, source: source, clock: clock)
         let chain: ValidatedChain
         let signingPrefix: SHA256Prefix?
         if let validated = decoded.validatedHeader, validated.chain.covers(time) {
@@ -283,7 +333,10 @@ public struct AppStoreVerifier: Sendable {
         guard chain.leafKey.verifyECDSA(derSignature: signature.der, digest: digest) else {
             throw ReceiptKitError(.invalidSignature, "the ES256 signature does not verify under the leaf x5c[0] key")
         }
-        return Verified(payload: payload, chain: chain.summary, validatedAt: time)
+        // Only a chain that validated and a signature that verified ever cause an OCSP request.
+        let revocation = try checkRevocation(chain, signedAt: time)
+        return Verified(payload: payload, chain: chain.summary, validatedAt: time, validationTimeSource: resolvedSource,
+                        revocation: revocation)
     }
 }
 

@@ -7,6 +7,19 @@ public struct Verified<Payload: Sendable>: Sendable {
     public let chain: ChainSummary
     /// The instant the chain was validated at.
     public let validatedAt: Timestamp
+    /// Where ``validatedAt`` came from.
+    public let validationTimeSource: ValidationTimeSource
+    /// The chain's revocation result, or `nil` when the policy is ``RevocationPolicy/Mode/off``.
+    public let revocation: RevocationResult?
+
+    init(payload: Payload, chain: ChainSummary, validatedAt: Timestamp,
+         validationTimeSource: ValidationTimeSource = .payloadDate, revocation: RevocationResult? = nil) {
+        self.payload = payload
+        self.chain = chain
+        self.validatedAt = validatedAt
+        self.validationTimeSource = validationTimeSource
+        self.revocation = revocation
+    }
 }
 
 /// A verified App Store Server Notification V2 together with its verified nested JWS.
@@ -19,4 +32,10 @@ public struct VerifiedNotification: Sendable {
     public let renewalInfo: Verified<JWSRenewalInfo>?
     /// The verified `appData.signedAppTransactionInfo`, when present.
     public let appTransaction: Verified<AppTransaction>?
+
+    /// The worst revocation result of the notification and its nested JWS, or `nil` when off.
+    public var revocation: RevocationResult? {
+        [transaction?.revocation, renewalInfo?.revocation, appTransaction?.revocation]
+            .reduce(notification.revocation) { worst, next in worst.map { $0.merged(with: next) } ?? next }
+    }
 }

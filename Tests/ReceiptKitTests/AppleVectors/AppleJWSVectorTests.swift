@@ -122,6 +122,25 @@ struct AppleJWSVectorTests {
         }
     }
 
+    @Test("revocation offline (no network): Apple's real leaf and WWDR G6 both name responders, so both need a status")
+    func realRevocationOffline() throws {
+        var configuration = AppStoreVerifier.Configuration()
+        configuration.revocation = RevocationPolicy(mode: .offline)
+        let verifier = AppStoreVerifier(configuration)
+        let error = expectRejection(.revocationUnknown) {
+            _ = try verifier.verifyTransaction(Fixtures.sharedVectorText(Self.realTransaction))
+        }
+        let reason = error?.reason ?? ""
+        #expect(reason.contains("leaf x5c[0]") && reason.contains("Prod ECC Mac App Store and iTunes Store Receipt Signing"), "\(reason)")
+        #expect(reason.contains("intermediate x5c[1]") && reason.contains("Apple Worldwide Developer Relations"), "\(reason)")
+        #expect(verifier.ocspRequestCount == 0)
+        // Xcode's one self-signed certificate is an anchor: nothing to check.
+        var xcode = AppStoreVerifier.Configuration(anchors: try Self.anchors("StoreKitTestingInXcode.der"))
+        xcode.revocation = RevocationPolicy(mode: .offline)
+        let record = try AppStoreVerifier(xcode).verify(Fixtures.sharedVectorText("jws/xcode/xcode-signed-transaction.jws"))
+        #expect(record.revocation?.status == .notApplicable)
+    }
+
     @Test("Xcode JWS verify against the StoreKit Testing certificate, and only then")
     func xcode() throws {
         let verifier = AppStoreVerifier(.init(anchors: try Self.anchors("StoreKitTestingInXcode.der"), environment: .xcode))

@@ -8,7 +8,8 @@ import Testing
 struct TestSigner {
     /// The DER certificates placed in `x5c`, leaf first.
     var chain: [[UInt8]]
-    /// The PEM file of the key that signs.
+    /// The PEM file of the key that signs: a path under `TestVectors/`, or an absolute path (a
+    /// key made at test time).
     var keyFile: String
 
     /// The standard test chain: leaf, intermediate, root, signed by the leaf key.
@@ -38,7 +39,7 @@ struct TestSigner {
 
     /// The raw `(r, s)` of a fresh ECDSA P-256 / SHA-256 signature over `message`.
     func rawSignature(over message: [UInt8]) throws -> ([UInt8], [UInt8]) {
-        let pem = try Fixtures.testVector(keyFile)
+        let pem = try keyFile.hasPrefix("/") ? Fixtures.bytes(URL(fileURLWithPath: keyFile)) : Fixtures.testVector(keyFile)
         let key: OpaquePointer = try pem.withUnsafeBytes { buffer in
             let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
             defer { BIO_free(bio) }
