@@ -49,7 +49,7 @@ enum Digest {
 }
 
 /// An ASN.1 object identifier resolved once by OpenSSL, owned by this object.
-final class ObjectIdentifier: @unchecked Sendable {
+final class ASN1ObjectIdentifier: @unchecked Sendable {
     // @unchecked: the ASN1_OBJECT is created once and only ever read afterwards.
     let pointer: OpaquePointer
     let dotted: String
@@ -67,3 +67,9 @@ final class ObjectIdentifier: @unchecked Sendable {
         ASN1_OBJECT_free(pointer)
     }
 }
+
+/// The former name of ``ASN1ObjectIdentifier``, which shadowed the standard library's
+/// `ObjectIdentifier`; kept only while `Trust/JWSChainValidator.swift` (being changed on another
+/// branch) still spells its marker OIDs with it. Remove it once that file says
+/// `ASN1ObjectIdentifier`.
+typealias ObjectIdentifier = ASN1ObjectIdentifier
