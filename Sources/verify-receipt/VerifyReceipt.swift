@@ -80,7 +80,7 @@ struct VerifyReceipt: ParsableCommand {
         let stateOutput = try openStateOutput()
         let sources = try openSources()
         // A line holds a JWS, or a receipt's base64 in a verifyReceipt request body.
-        let receiptBase64Limit = (maximumReceiptSize + 2) / 3 * 4
+        let receiptBase64Limit = Base64.paddedLength(ofByteCount: maximumReceiptSize)
         let lineLimit = max(maximumJWSSize, receiptBase64Limit) + 4096
         let renderer = Renderer(
             format: format, pretty: pretty, expectedEnvironment: verifier.configuration.environment,
