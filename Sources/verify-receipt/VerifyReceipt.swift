@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReceiptKit
+import ReceiptKitFormats
 
 @main
 struct VerifyReceipt: ParsableCommand {

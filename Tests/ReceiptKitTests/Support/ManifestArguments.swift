@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKit
+import ReceiptKitFormats
 import Testing
 
 /// `verify-receipt` arguments as the manifests use them, turned into library calls: the same

@@ -1,5 +1,6 @@
 import struct Foundation.Date
 import struct Foundation.TimeZone
+public import ReceiptKit
 
 // The response body Apple's verifyReceipt endpoint gave for a receipt, rendered locally, so a
 // backend built on that endpoint can switch to an offline check without changing its parser.
