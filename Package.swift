@@ -61,7 +61,10 @@ let package = Package(
         .testTarget(
             name: "ReceiptKitTests",
             // OpenSSL signs payloads under the test PKI; the CLI is built for end-to-end tests.
-            dependencies: ["ReceiptKit", "ReceiptKitFormats", "CReceiptKitOpenSSL", "verify-receipt"],
+            dependencies: [
+                "ReceiptKit", "ReceiptKitFormats", "CReceiptKitOpenSSL", "verify-receipt",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strictSettings
         ),
     ]

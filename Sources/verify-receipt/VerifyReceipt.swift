@@ -170,6 +170,12 @@ struct VerifyReceipt: ParsableCommand {
     }
 
     private func makeVerifier() throws -> AppStoreVerifier {
+        AppStoreVerifier(try makeConfiguration())
+    }
+
+    /// The verifier configuration the options ask for: anchors, required claims, validation
+    /// time and size limits (the tests build their verifiers with this).
+    func makeConfiguration() throws -> AppStoreVerifier.Configuration {
         var configuration = AppStoreVerifier.Configuration(
             maximumJWSSize: maximumJWSSize, maximumReceiptSize: maximumReceiptSize)
         if !roots.isEmpty || !pins.isEmpty {
@@ -213,7 +219,7 @@ struct VerifyReceipt: ParsableCommand {
             }
             configuration.deviceIdentifier = device
         }
-        return AppStoreVerifier(configuration)
+        return configuration
     }
 
     /// Parses `--state` and `--as-of`, and creates the state file up front, so an unwritable path
@@ -241,7 +247,8 @@ struct VerifyReceipt: ParsableCommand {
         return StateOutput(descriptor: descriptor, asOf: instant)
     }
 
-    private func parseKind() throws -> PayloadKind? {
+    /// The kind `--kind` forces every input to be read as, or `nil` to detect it.
+    func parseKind() throws -> PayloadKind? {
         guard let kind else { return nil }
         guard let parsed = PayloadKind(rawValue: kind) else {
             throw ValidationError("--kind must be one of \(PayloadKind.allCases.map(\.rawValue).joined(separator: ", "))")
