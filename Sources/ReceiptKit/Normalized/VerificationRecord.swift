@@ -39,41 +39,6 @@ public struct VerificationRecord: Sendable {
         self.receipt = receipt
     }
 
-    /// The record of a verified transaction.
-    public init(_ verified: Verified<JWSTransaction>) {
-        self.init(kind: .transaction, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
-                  chain: verified.chain, transactions: [NormalizedTransaction(verified.payload)])
-    }
-
-    /// The record of verified renewal info.
-    public init(_ verified: Verified<JWSRenewalInfo>) {
-        self.init(kind: .renewalInfo, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
-                  chain: verified.chain, renewalInfo: verified.payload)
-    }
-
-    /// The record of a verified AppTransaction.
-    public init(_ verified: Verified<AppTransaction>) {
-        self.init(kind: .appTransaction, environment: verified.payload.rawReceiptType, validatedAt: verified.validatedAt,
-                  chain: verified.chain, app: NormalizedApp(verified.payload))
-    }
-
-    /// The record of a verified realtime request.
-    public init(_ verified: Verified<RealtimeRequest>) {
-        self.init(kind: .realtimeRequest, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
-                  chain: verified.chain, realtimeRequest: verified.payload)
-    }
-
-    /// The record of a verified notification, with its nested transaction, renewal info and app.
-    public init(_ verified: VerifiedNotification) {
-        let notification = verified.notification
-        self.init(
-            kind: .notification, environment: notification.payload.rawEnvironment,
-            validatedAt: notification.validatedAt, chain: notification.chain,
-            transactions: verified.transaction.map { [NormalizedTransaction($0.payload)] } ?? [],
-            notification: notification.payload, renewalInfo: verified.renewalInfo?.payload,
-            app: verified.appTransaction.map { NormalizedApp($0.payload) })
-    }
-
     /// Writes the record as a JSON object whose first members are those `leading` writes (an
     /// input number, a caller's id).
     package func write(to writer: inout JSONWriter, leading: (inout JSONWriter) -> Void) {
