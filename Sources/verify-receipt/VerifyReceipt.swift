@@ -80,22 +80,11 @@ struct VerifyReceipt: ParsableCommand {
         let forcedKind = try parseKind()
         let stateOutput = try openStateOutput()
         let sources = try openSources()
-        // A line holds a JWS, or a receipt's base64 in a verifyReceipt request body.
-        let receiptBase64Limit = Base64.paddedLength(ofByteCount: maximumReceiptSize)
-        let lineLimit = max(maximumJWSSize, receiptBase64Limit) + 4096
+        let lineLimit = self.lineLimit
         let renderer = Renderer(
             format: format, pretty: pretty, expectedEnvironment: verifier.configuration.environment,
             writesRecords: !(stateOutput?.replacesRecords ?? false), keepsRecords: stateOutput != nil)
-        let verifyOne: @Sendable (Input) -> VerificationOutcome = { input in
-            switch input.line {
-            case .bytes(let bytes):
-                verifier.verify(input: bytes, as: forcedKind)
-            case .tooLong(let length, _):
-                .rejected(ReceiptKitError(.inputTooLarge, "input is \(length) bytes; the limit is \(lineLimit)"))
-            case .missingID:
-                .rejected(ReceiptKitError(.unrecognizedInput, "--with-ids expects ID<TAB>INPUT, and this line has no tab"))
-            }
-        }
+        let verifyOne = Self.verification(by: verifier, as: forcedKind, lineLimit: lineLimit)
         let work: @Sendable (Input) -> Rendered = { input in
             renderer.render(verifyOne(input), label: input.label)
         }
@@ -137,8 +126,52 @@ struct VerifyReceipt: ParsableCommand {
                 count(renderer.render(verifyOne(input), label: input.label, appendingTo: &nothing))
             }
         }
+        try read(sources, reusesStorage: pipeline == nil, submit: submit) {
+            pipeline?.finish()
+            output.flush()
+        }
+        pipeline?.finish()
+        output.flush()
+        if let stateOutput {
+            try stateOutput.write(ledger.states(at: stateOutput.asOf))
+        }
+        reporter.finish(tally)
+        if summary {
+            Self.complain(tally.summary())
+        }
+        if tally.rejected > 0 { throw ExitCode(1) }
+    }
+
+    /// The longest line read as one input: a line holds a JWS, or a receipt's base64 in a
+    /// verifyReceipt request body.
+    private var lineLimit: Int {
+        max(maximumJWSSize, Base64.paddedLength(ofByteCount: maximumReceiptSize)) + 4096
+    }
+
+    /// Verifies one input, or rejects a line that was too long or, with `--with-ids`, had no id.
+    private static func verification(
+        by verifier: AppStoreVerifier, as forcedKind: PayloadKind?, lineLimit: Int
+    ) -> @Sendable (Input) -> VerificationOutcome {
+        { input in
+            switch input.line {
+            case .bytes(let bytes):
+                verifier.verify(input: bytes, as: forcedKind)
+            case .tooLong(let length, _):
+                .rejected(ReceiptKitError(.inputTooLarge, "input is \(length) bytes; the limit is \(lineLimit)"))
+            case .missingID:
+                .rejected(ReceiptKitError(.unrecognizedInput, "--with-ids expects ID<TAB>INPUT, and this line has no tab"))
+            }
+        }
+    }
+
+    /// Reads every source in order, handing each line (or a binary receipt's whole source) to
+    /// `submit`, and closes it. On a read error, calls `stopping` (which drains and flushes what
+    /// was already submitted), reports the error and exits with 66.
+    private func read(
+        _ sources: [InputSource], reusesStorage: Bool, submit: (LineReader.Line) -> Void, stopping: () -> Void
+    ) throws {
         for source in sources {
-            var reader = LineReader(descriptor: source.descriptor, maximumLength: lineLimit, reusesStorage: pipeline == nil)
+            var reader = LineReader(descriptor: source.descriptor, maximumLength: lineLimit, reusesStorage: reusesStorage)
             defer { source.close() }
             do {
                 // With ids, every line starts with its id, so nothing is taken for binary.
@@ -151,22 +184,11 @@ struct VerifyReceipt: ParsableCommand {
                     }
                 }
             } catch {
-                pipeline?.finish()
-                output.flush()
+                stopping()
                 Self.complain("verify-receipt: cannot read \(source.name): \(error)")
                 throw ExitCode(66)
             }
         }
-        pipeline?.finish()
-        output.flush()
-        if let stateOutput {
-            try stateOutput.write(ledger.states(at: stateOutput.asOf))
-        }
-        reporter.finish(tally)
-        if summary {
-            Self.complain(tally.summary())
-        }
-        if tally.rejected > 0 { throw ExitCode(1) }
     }
 
     private func makeVerifier() throws -> AppStoreVerifier {
