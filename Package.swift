@@ -60,7 +60,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ReceiptKitTests",
-            // OpenSSL signs payloads under the test PKI; the CLI is built for end-to-end tests.
+            // OpenSSL signs payloads under the test PKI; the CLI is built for end-to-end tests, and
+            // the manifest tests read their options with its own parser (ArgumentParser).
             dependencies: [
                 "ReceiptKit", "ReceiptKitFormats", "CReceiptKitOpenSSL", "verify-receipt",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
