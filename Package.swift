@@ -11,6 +11,9 @@ let package = Package(
     name: "ReceiptKit",
     products: [
         .library(name: "ReceiptKit", targets: ["ReceiptKit"]),
+        // What the command and the server print besides the library's own records: input labels,
+        // CSV rows and the body of Apple's verifyReceipt endpoint.
+        .library(name: "ReceiptKitFormats", targets: ["ReceiptKitFormats"]),
         .executable(name: "verify-receipt", targets: ["verify-receipt"]),
     ],
     dependencies: [
@@ -36,10 +39,16 @@ let package = Package(
             dependencies: ["CReceiptKitOpenSSL", "CReceiptKitJansson"],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "ReceiptKitFormats",
+            dependencies: ["ReceiptKit"],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "verify-receipt",
             dependencies: [
                 "ReceiptKit",
+                "ReceiptKitFormats",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -53,8 +62,12 @@ let package = Package(
         ),
         .testTarget(
             name: "ReceiptKitTests",
-            // OpenSSL signs payloads under the test PKI; the CLI is built for end-to-end tests.
-            dependencies: ["ReceiptKit", "CReceiptKitOpenSSL", "verify-receipt"],
+            // OpenSSL signs payloads under the test PKI; the CLI is built for end-to-end tests, and
+            // the manifest tests read their options with its own parser (ArgumentParser).
+            dependencies: [
+                "ReceiptKit", "ReceiptKitFormats", "CReceiptKitOpenSSL", "verify-receipt",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strictSettings
         ),
     ]

@@ -47,16 +47,8 @@ static inline void rk_sk_X509_free(STACK_OF(X509) *stack) {
 
 /* X509_get0_notAfter/notBefore are functions, but the constants and flag
  * macros below are not importable as typed values. */
-static inline unsigned long rk_x509_v_flag_use_check_time(void) {
-    return X509_V_FLAG_USE_CHECK_TIME;
-}
-
 static inline unsigned long rk_x509_v_flag_partial_chain(void) {
     return X509_V_FLAG_PARTIAL_CHAIN;
-}
-
-static inline unsigned long rk_x509_v_flag_no_check_time(void) {
-    return X509_V_FLAG_NO_CHECK_TIME;
 }
 
 static inline uint32_t rk_exflag_ca(void) { return EXFLAG_CA; }

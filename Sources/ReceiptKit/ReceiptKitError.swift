@@ -4,10 +4,14 @@
 /// code while the reason names the failed check and the certificate or field involved.
 public struct ReceiptKitError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable snake_case error code: the same string `verify-receipt` prints.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    ///
+    /// Only ReceiptKit makes codes: the static members below are all there are, so a `switch`
+    /// over them needs a `default` and a new code breaks no caller.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        /// The snake_case string, e.g. `invalid_signature`.
         public let rawValue: String
 
-        public init(rawValue: String) {
+        init(rawValue: String) {
             self.rawValue = rawValue
         }
 

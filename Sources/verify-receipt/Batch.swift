@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReceiptKit
+import ReceiptKitFormats
 
 /// One input with its 1-based number and, with `--with-ids`, the id its line carried.
 struct Input: Sendable {

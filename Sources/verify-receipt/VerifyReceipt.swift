@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReceiptKit
+import ReceiptKitFormats
 
 @main
 struct VerifyReceipt: ParsableCommand {
@@ -91,22 +92,11 @@ struct VerifyReceipt: ParsableCommand {
         let forcedKind = try parseKind()
         let stateOutput = try openStateOutput()
         let sources = try openSources()
-        // A line holds a JWS, or a receipt's base64 in a verifyReceipt request body.
-        let receiptBase64Limit = (maximumReceiptSize + 2) / 3 * 4
-        let lineLimit = max(maximumJWSSize, receiptBase64Limit) + 4096
+        let lineLimit = self.lineLimit
         let renderer = Renderer(
             format: format, pretty: pretty, expectedEnvironment: verifier.configuration.environment,
             writesRecords: !(stateOutput?.replacesRecords ?? false), keepsRecords: stateOutput != nil)
-        let verifyOne: @Sendable (Input) -> VerificationOutcome = { input in
-            switch input.line {
-            case .bytes(let bytes):
-                verifier.verify(input: bytes, as: forcedKind)
-            case .tooLong(let length, _):
-                .rejected(ReceiptKitError(.inputTooLarge, "input is \(length) bytes; the limit is \(lineLimit)"))
-            case .missingID:
-                .rejected(ReceiptKitError(.unrecognizedInput, "--with-ids expects ID<TAB>INPUT, and this line has no tab"))
-            }
-        }
+        let verifyOne = Self.verification(by: verifier, as: forcedKind, lineLimit: lineLimit)
         let work: @Sendable (Input) -> Rendered = { input in
             renderer.render(verifyOne(input), label: input.label)
         }
@@ -148,25 +138,9 @@ struct VerifyReceipt: ParsableCommand {
                 count(renderer.render(verifyOne(input), label: input.label, appendingTo: &nothing))
             }
         }
-        for source in sources {
-            var reader = LineReader(descriptor: source.descriptor, maximumLength: lineLimit, reusesStorage: pipeline == nil)
-            defer { source.close() }
-            do {
-                // With ids, every line starts with its id, so nothing is taken for binary.
-                if !withIDs, try reader.peek() == 0x30 {
-                    // A DER/BER receipt (a SEQUENCE, 0x30) is binary: the whole source is one input.
-                    submit(try reader.rest())
-                } else {
-                    while let line = try reader.next() {
-                        submit(line)
-                    }
-                }
-            } catch {
-                pipeline?.finish()
-                output.flush()
-                Self.complain("verify-receipt: cannot read \(source.name): \(error)")
-                throw ExitCode(66)
-            }
+        try read(sources, reusesStorage: pipeline == nil, submit: submit) {
+            pipeline?.finish()
+            output.flush()
         }
         pipeline?.finish()
         output.flush()
@@ -183,7 +157,62 @@ struct VerifyReceipt: ParsableCommand {
         if tally.rejected > 0 { throw ExitCode(1) }
     }
 
+    /// The longest line read as one input: a line holds a JWS, or a receipt's base64 in a
+    /// verifyReceipt request body.
+    private var lineLimit: Int {
+        max(maximumJWSSize, Base64.paddedLength(ofByteCount: maximumReceiptSize)) + 4096
+    }
+
+    /// Verifies one input, or rejects a line that was too long or, with `--with-ids`, had no id.
+    private static func verification(
+        by verifier: AppStoreVerifier, as forcedKind: PayloadKind?, lineLimit: Int
+    ) -> @Sendable (Input) -> VerificationOutcome {
+        { input in
+            switch input.line {
+            case .bytes(let bytes):
+                verifier.verify(input: bytes, as: forcedKind)
+            case .tooLong(let length, _):
+                .rejected(ReceiptKitError(.inputTooLarge, "input is \(length) bytes; the limit is \(lineLimit)"))
+            case .missingID:
+                .rejected(ReceiptKitError(.unrecognizedInput, "--with-ids expects ID<TAB>INPUT, and this line has no tab"))
+            }
+        }
+    }
+
+    /// Reads every source in order, handing each line (or a binary receipt's whole source) to
+    /// `submit`, and closes it. On a read error, calls `stopping` (which drains and flushes what
+    /// was already submitted), reports the error and exits with 66.
+    private func read(
+        _ sources: [InputSource], reusesStorage: Bool, submit: (LineReader.Line) -> Void, stopping: () -> Void
+    ) throws {
+        for source in sources {
+            var reader = LineReader(descriptor: source.descriptor, maximumLength: lineLimit, reusesStorage: reusesStorage)
+            defer { source.close() }
+            do {
+                // With ids, every line starts with its id, so nothing is taken for binary.
+                if !withIDs, try reader.peek() == 0x30 {
+                    // A DER/BER receipt (a SEQUENCE, 0x30) is binary: the whole source is one input.
+                    submit(try reader.rest())
+                } else {
+                    while let line = try reader.next() {
+                        submit(line)
+                    }
+                }
+            } catch {
+                stopping()
+                Self.complain("verify-receipt: cannot read \(source.name): \(error)")
+                throw ExitCode(66)
+            }
+        }
+    }
+
     private func makeVerifier() throws -> AppStoreVerifier {
+        AppStoreVerifier(try makeConfiguration())
+    }
+
+    /// The verifier configuration the options ask for: anchors, required claims, validation
+    /// time and size limits (the tests build their verifiers with this).
+    func makeConfiguration() throws -> AppStoreVerifier.Configuration {
         var configuration = AppStoreVerifier.Configuration(
             maximumJWSSize: maximumJWSSize, maximumReceiptSize: maximumReceiptSize)
         if !roots.isEmpty || !pins.isEmpty {
@@ -228,7 +257,7 @@ struct VerifyReceipt: ParsableCommand {
             }
             configuration.deviceIdentifier = device
         }
-        return AppStoreVerifier(configuration)
+        return configuration
     }
 
     /// Parses `--state` and `--as-of`, and creates the state file up front, so an unwritable path
@@ -284,7 +313,8 @@ struct VerifyReceipt: ParsableCommand {
         return RevocationPolicy(mode: mode, timeout: ocspTimeout, cacheDirectory: ocspCache, crls: lists)
     }
 
-    private func parseKind() throws -> PayloadKind? {
+    /// The kind `--kind` forces every input to be read as, or `nil` to detect it.
+    func parseKind() throws -> PayloadKind? {
         guard let kind else { return nil }
         guard let parsed = PayloadKind(rawValue: kind) else {
             throw ValidationError("--kind must be one of \(PayloadKind.allCases.map(\.rawValue).joined(separator: ", "))")

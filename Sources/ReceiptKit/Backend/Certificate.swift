@@ -96,7 +96,7 @@ final class Certificate: @unchecked Sendable {
     }
 
     /// Whether the certificate carries the extension `oid` (critical or not).
-    func hasExtension(_ oid: ObjectIdentifier) -> Bool {
+    func hasExtension(_ oid: ASN1ObjectIdentifier) -> Bool {
         X509_get_ext_by_OBJ(pointer, oid.pointer, -1) >= 0
     }
 

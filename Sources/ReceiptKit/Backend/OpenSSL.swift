@@ -49,7 +49,7 @@ enum Digest {
 }
 
 /// An ASN.1 object identifier resolved once by OpenSSL, owned by this object.
-final class ObjectIdentifier: @unchecked Sendable {
+final class ASN1ObjectIdentifier: @unchecked Sendable {
     // @unchecked: the ASN1_OBJECT is created once and only ever read afterwards.
     let pointer: OpaquePointer
     let dotted: String

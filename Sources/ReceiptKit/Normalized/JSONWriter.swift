@@ -3,7 +3,7 @@
 ///
 /// Output is appended to a byte buffer as it is written: batches render one record per input,
 /// so the writer avoids intermediate strings.
-struct JSONWriter {
+package struct JSONWriter {
     fileprivate(set) var bytes: [UInt8]
     private let pretty: Bool
     private var depth = 0
@@ -11,7 +11,7 @@ struct JSONWriter {
     /// schema nests a handful of levels, far below the 64 this can hold.
     private var emptyContainers: UInt64 = 1
 
-    init(pretty: Bool = false) {
+    package init(pretty: Bool = false) {
         self.init(appendingTo: [], pretty: pretty)
         bytes.reserveCapacity(2048)
     }
@@ -22,10 +22,10 @@ struct JSONWriter {
         self.pretty = pretty
     }
 
-    var text: String { String(decoding: bytes, as: UTF8.self) }
+    package var text: String { String(decoding: bytes, as: UTF8.self) }
 
     /// Appends to `buffer` what `body` writes, reusing `buffer`'s storage.
-    static func append(to buffer: inout [UInt8], pretty: Bool, _ body: (inout JSONWriter) -> Void) {
+    package static func append(to buffer: inout [UInt8], pretty: Bool, _ body: (inout JSONWriter) -> Void) {
         var writer = JSONWriter(appendingTo: buffer, pretty: pretty)
         buffer = []  // the writer now holds the only reference, so it appends in place
         body(&writer)
@@ -67,14 +67,14 @@ struct JSONWriter {
     }
 
     /// Writes an object whose members `body` writes with the `member` methods.
-    mutating func object(_ body: (inout JSONWriter) -> Void) {
+    package mutating func object(_ body: (inout JSONWriter) -> Void) {
         open(UInt8(ascii: "{"))
         body(&self)
         close(UInt8(ascii: "}"))
     }
 
     /// Writes an array whose elements `body` writes with the `element` methods.
-    mutating func array(_ body: (inout JSONWriter) -> Void) {
+    package mutating func array(_ body: (inout JSONWriter) -> Void) {
         open(UInt8(ascii: "["))
         body(&self)
         close(UInt8(ascii: "]"))
@@ -92,30 +92,30 @@ struct JSONWriter {
 
     // MARK: Members
 
-    mutating func member(_ name: JSONKey, _ value: String?) {
+    package mutating func member(_ name: JSONKey, _ value: String?) {
         key(name)
         if let value { writeString(value) } else { writeNull() }
     }
 
-    mutating func member(_ name: JSONKey, _ value: Int64?) {
+    package mutating func member(_ name: JSONKey, _ value: Int64?) {
         key(name)
         if let value { writeInteger(value) } else { writeNull() }
     }
 
-    mutating func member(_ name: JSONKey, _ value: Int32?) {
+    package mutating func member(_ name: JSONKey, _ value: Int32?) {
         member(name, value.map(Int64.init))
     }
 
-    mutating func member(_ name: JSONKey, _ value: Int?) {
+    package mutating func member(_ name: JSONKey, _ value: Int?) {
         member(name, value.map(Int64.init))
     }
 
-    mutating func member(_ name: JSONKey, _ value: Bool?) {
+    package mutating func member(_ name: JSONKey, _ value: Bool?) {
         key(name)
         if let value { bytes.append(contentsOf: (value ? "true" : "false").utf8) } else { writeNull() }
     }
 
-    mutating func member(_ name: JSONKey, _ value: Timestamp?) {
+    package mutating func member(_ name: JSONKey, _ value: Timestamp?) {
         key(name)
         guard let value else { return writeNull() }
         bytes.append(UInt8(ascii: "\""))
@@ -123,7 +123,7 @@ struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    mutating func member(_ name: JSONKey, strings: [String]?) {
+    package mutating func member(_ name: JSONKey, strings: [String]?) {
         key(name)
         guard let strings else { return writeNull() }
         array { writer in
@@ -132,13 +132,13 @@ struct JSONWriter {
     }
 
     /// A member whose value `body` writes (an object or array), or `null` when `present` is false.
-    mutating func member(_ name: JSONKey, present: Bool = true, _ body: (inout JSONWriter) -> Void) {
+    package mutating func member(_ name: JSONKey, present: Bool = true, _ body: (inout JSONWriter) -> Void) {
         key(name)
         if present { body(&self) } else { writeNull() }
     }
 
     /// A member whose value is an object `body` writes, or `null`.
-    mutating func objectMember<Value>(_ name: JSONKey, _ value: Value?, _ body: (inout JSONWriter, Value) -> Void) {
+    package mutating func objectMember<Value>(_ name: JSONKey, _ value: Value?, _ body: (inout JSONWriter, Value) -> Void) {
         key(name)
         guard let value else { return writeNull() }
         object { body(&$0, value) }
@@ -146,12 +146,12 @@ struct JSONWriter {
 
     // MARK: Elements
 
-    mutating func element(_ value: String) {
+    package mutating func element(_ value: String) {
         separate()
         writeString(value)
     }
 
-    mutating func element(_ body: (inout JSONWriter) -> Void) {
+    package mutating func element(_ body: (inout JSONWriter) -> Void) {
         separate()
         body(&self)
     }

@@ -1,22 +1,5 @@
-// Legacy receipts in the normalized schema: the record, its app block and one transaction per
-// in-app purchase.
-
-extension VerificationRecord {
-    /// The record of a verified legacy receipt: kind `receipt`, the environment its receipt type
-    /// stands for, the app block and one transaction per in-app purchase, in the receipt's order.
-    ///
-    /// - Parameter verified: The verified receipt.
-    public init(_ verified: Verified<AppReceipt>) {
-        let receipt = verified.payload
-        let environment = receipt.environment?.rawValue ?? receipt.rawReceiptType
-        self.init(
-            kind: .receipt, environment: environment, validatedAt: verified.validatedAt,
-            validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
-            chain: verified.chain,
-            transactions: receipt.inAppPurchases.map { NormalizedTransaction($0, of: receipt) },
-            app: NormalizedApp(receipt), receipt: receipt)
-    }
-}
+// Legacy receipts in the normalized schema: the app block and one transaction per in-app
+// purchase (the record itself is built in `Verifier/VerifiedRecords.swift`).
 
 extension NormalizedApp {
     /// Normalizes a legacy receipt's app attributes.

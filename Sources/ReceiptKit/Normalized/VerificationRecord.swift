@@ -49,49 +49,11 @@ public struct VerificationRecord: Sendable {
         self.receipt = receipt
     }
 
-    /// The record of a verified transaction.
-    public init(_ verified: Verified<JWSTransaction>) {
-        self.init(kind: .transaction, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
-                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
-                  chain: verified.chain, transactions: [NormalizedTransaction(verified.payload)])
-    }
-
-    /// The record of verified renewal info.
-    public init(_ verified: Verified<JWSRenewalInfo>) {
-        self.init(kind: .renewalInfo, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
-                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
-                  chain: verified.chain, renewalInfo: verified.payload)
-    }
-
-    /// The record of a verified AppTransaction.
-    public init(_ verified: Verified<AppTransaction>) {
-        self.init(kind: .appTransaction, environment: verified.payload.rawReceiptType, validatedAt: verified.validatedAt,
-                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
-                  chain: verified.chain, app: NormalizedApp(verified.payload))
-    }
-
-    /// The record of a verified realtime request.
-    public init(_ verified: Verified<RealtimeRequest>) {
-        self.init(kind: .realtimeRequest, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
-                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
-                  chain: verified.chain, realtimeRequest: verified.payload)
-    }
-
-    /// The record of a verified notification, with its nested transaction, renewal info and app.
-    public init(_ verified: VerifiedNotification) {
-        let notification = verified.notification
-        self.init(
-            kind: .notification, environment: notification.payload.rawEnvironment,
-            validatedAt: notification.validatedAt, validationTimeSource: notification.validationTimeSource,
-            revocation: verified.revocation, chain: notification.chain,
-            transactions: verified.transaction.map { [NormalizedTransaction($0.payload)] } ?? [],
-            notification: notification.payload, renewalInfo: verified.renewalInfo?.payload,
-            app: verified.appTransaction.map { NormalizedApp($0.payload) })
-    }
-
-    func write(label: InputLabel, to writer: inout JSONWriter) {
+    /// Writes the record as a JSON object whose first members are those `leading` writes (an
+    /// input number, a caller's id).
+    package func write(to writer: inout JSONWriter, leading: (inout JSONWriter) -> Void) {
         writer.object { json in
-            label.write(to: &json)
+            leading(&json)
             json.member("status", "verified")
             json.member("kind", kind.rawValue)
             json.member("environment", environment)
@@ -140,54 +102,11 @@ public struct VerificationRecord: Sendable {
     ///   - input: The 1-based input number to print first, or `nil` to omit it.
     ///   - pretty: Whether to indent.
     public func json(input: Int? = nil, pretty: Bool = false) -> String {
-        json(label: InputLabel(number: input), pretty: pretty)
-    }
-
-    /// The record as JSON, labelled with its input number and, for joinable batches, an id.
-    ///
-    /// - Parameters:
-    ///   - label: What identifies the input.
-    ///   - pretty: Whether to indent.
-    public func json(label: InputLabel, pretty: Bool = false) -> String {
         var writer = JSONWriter(pretty: pretty)
-        write(label: label, to: &writer)
+        write(to: &writer) { json in
+            if let input { json.member("input", input) }
+        }
         return writer.text
-    }
-}
-
-/// What identifies an input in its output record: its number, and in joinable batches the id the
-/// caller gave it (`verify-receipt --with-ids`), so a result can be matched to its source row.
-public struct InputLabel: Sendable, Hashable {
-    /// The 1-based input number, printed first as `input`; `nil` omits it.
-    public var number: Int?
-    /// Whether the record carries an `id` member.
-    public var hasID: Bool
-    /// The caller's id, printed as `id` when ``hasID`` (`null` when `nil`).
-    public var id: String?
-
-    /// A label with a number and no id member.
-    ///
-    /// - Parameter number: The 1-based input number, or `nil`.
-    public init(number: Int?) {
-        self.number = number
-        self.hasID = false
-        self.id = nil
-    }
-
-    /// A label with a number and an `id` member.
-    ///
-    /// - Parameters:
-    ///   - number: The 1-based input number, or `nil`.
-    ///   - id: The caller's id; `nil` prints `"id": null` (an input line that carried none).
-    public init(number: Int?, id: String?) {
-        self.number = number
-        self.hasID = true
-        self.id = id
-    }
-
-    func write(to json: inout JSONWriter) {
-        if let number { json.member("input", number) }
-        if hasID { json.member("id", id) }
     }
 }
 
@@ -209,36 +128,34 @@ public enum VerificationOutcome: Sendable {
     ///   - input: The 1-based input number to print first, or `nil` to omit it.
     ///   - pretty: Whether to indent.
     public func json(input: Int? = nil, pretty: Bool = false) -> String {
-        json(label: InputLabel(number: input), pretty: pretty)
-    }
-
-    /// The outcome as JSON, labelled with its input number and, for joinable batches, an id.
-    ///
-    /// - Parameters:
-    ///   - label: What identifies the input.
-    ///   - pretty: Whether to indent.
-    public func json(label: InputLabel, pretty: Bool = false) -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(2048)
-        appendJSON(label: label, pretty: pretty, to: &bytes)
+        appendJSON(input: input, pretty: pretty, to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Appends the bytes of ``json(label:pretty:)`` to `buffer`, without a final newline and
+    /// Appends the bytes of ``json(input:pretty:)`` to `buffer`, without a final newline and
     /// without building a string: the form to use when writing many records.
     ///
     /// - Parameters:
-    ///   - label: What identifies the input.
+    ///   - input: The 1-based input number to print first, or `nil` to omit it.
     ///   - pretty: Whether to indent.
     ///   - buffer: The bytes to append to.
-    public func appendJSON(label: InputLabel, pretty: Bool = false, to buffer: inout [UInt8]) {
+    public func appendJSON(input: Int? = nil, pretty: Bool = false, to buffer: inout [UInt8]) {
+        appendJSON(pretty: pretty, to: &buffer) { json in
+            if let input { json.member("input", input) }
+        }
+    }
+
+    /// Appends the outcome as a JSON object whose first members are those `leading` writes.
+    package func appendJSON(pretty: Bool, to buffer: inout [UInt8], leading: (inout JSONWriter) -> Void) {
         JSONWriter.append(to: &buffer, pretty: pretty) { json in
             switch self {
             case .verified(let record):
-                record.write(label: label, to: &json)
+                record.write(to: &json, leading: leading)
             case .rejected(let error):
                 json.object { json in
-                    label.write(to: &json)
+                    leading(&json)
                     json.member("status", "rejected")
                     json.member("error") { json in
                         json.object { json in

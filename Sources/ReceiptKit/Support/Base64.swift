@@ -7,13 +7,29 @@ import Darwin
 #endif
 
 /// Strict base64 decoders: one canonical spelling per byte string, nothing else accepted.
-enum Base64 {
+package enum Base64 {
     /// The two alphabets ReceiptKit reads.
     enum Alphabet {
         /// RFC 4648 §5, `-` and `_`, no padding: JWS segments (RFC 7515 §2).
         case urlNoPadding
         /// RFC 4648 §4, `+` and `/`, padded to a multiple of four: `x5c` entries and receipts.
         case standardPadded
+    }
+
+    /// The length of the padded base64 text of `byteCount` bytes: four characters for every
+    /// group of three bytes, a last partial group included.
+    ///
+    /// The limits on base64 input (a receipt's `receipt-data`, a batch line) are derived from
+    /// byte limits with this.
+    package static func paddedLength(ofByteCount byteCount: Int) -> Int {
+        (byteCount + 2) / 3 * 4
+    }
+
+    /// The number of bytes `characterCount` characters of unpadded base64 decode to: three for
+    /// every four, and one less than the characters of a last partial group.
+    static func decodedByteCount(ofUnpaddedLength characterCount: Int) -> Int {
+        let remainder = characterCount % 4
+        return characterCount / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
     }
 
     private static let invalid: UInt8 = 0xFF
@@ -84,7 +100,7 @@ enum Base64 {
         _ source: UnsafeBufferPointer<UInt8>, count: Int, table: UnsafeBufferPointer<UInt8>
     ) -> [UInt8]? {
         let remainder = count % 4
-        let capacity = count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
+        let capacity = decodedByteCount(ofUnpaddedLength: count)
         // Nothing to decode (an empty segment). Not built with `unsafeUninitializedCapacity`: for
         // zero elements the standard library writes the count into the shared empty-array storage,
         // a write that races across threads (thread sanitizer, `ConcurrencyTests`).
@@ -171,7 +187,7 @@ enum Base64 {
     /// Encodes `bytes` in the standard padded alphabet.
     static func encodeStandard(_ bytes: some Collection<UInt8>) -> String {
         var output = [UInt8]()
-        output.reserveCapacity((bytes.count + 2) / 3 * 4)
+        output.reserveCapacity(paddedLength(ofByteCount: bytes.count))
         var iterator = bytes.makeIterator()
         while let a = iterator.next() {
             let b = iterator.next()

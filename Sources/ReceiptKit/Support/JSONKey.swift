@@ -1,18 +1,18 @@
 /// A JSON member name ReceiptKit reads or writes: a string literal in the source, used from its
 /// static bytes without building a `String`, or a name built at run time. Names are ReceiptKit's
 /// own identifiers (Apple's field names, the output schema's), written without escaping.
-struct JSONKey: ExpressibleByStringLiteral {
+package struct JSONKey: ExpressibleByStringLiteral {
     private let literal: StaticString?
     private let built: String?
 
-    init(stringLiteral value: StaticString) {
+    package init(stringLiteral value: StaticString) {
         precondition(value.hasPointerRepresentation, "a JSON member name is text")
         literal = value
         built = nil
     }
 
     /// A name built at run time (e.g. `"\(field)_ms"`).
-    init(_ name: String) {
+    package init(_ name: String) {
         literal = nil
         built = name
     }

@@ -12,9 +12,9 @@
 /// 6. Apple's marker extensions on the leaf and intermediate (`missing_apple_extension`).
 struct JWSChainValidator: Sendable {
     /// OID 1.2.840.113635.100.6.11.1: Apple's App Store receipt-signing leaf marker.
-    static let leafMarker = ObjectIdentifier("1.2.840.113635.100.6.11.1")
+    static let leafMarker = ASN1ObjectIdentifier("1.2.840.113635.100.6.11.1")
     /// OID 1.2.840.113635.100.6.2.1: Apple's WWDR intermediate marker.
-    static let intermediateMarker = ObjectIdentifier("1.2.840.113635.100.6.2.1")
+    static let intermediateMarker = ASN1ObjectIdentifier("1.2.840.113635.100.6.2.1")
 
     let anchors: TrustAnchors
     /// Chains already validated by this verifier, keyed by the exact DER of their certificates.

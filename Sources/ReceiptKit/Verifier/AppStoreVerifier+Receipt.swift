@@ -60,8 +60,7 @@ extension AppStoreVerifier {
 
     /// The largest base64 text a receipt of the configured maximum size encodes to.
     var maximumReceiptBase64Size: Int {
-        let limit = max(configuration.maximumReceiptSize, 0)
-        return limit / 3 * 4 + (limit % 3 == 0 ? 0 : 4)
+        Base64.paddedLength(ofByteCount: max(configuration.maximumReceiptSize, 0))
     }
 
     func verifyReceipt(base64Bytes text: ArraySlice<UInt8>) throws -> Verified<AppReceipt> {

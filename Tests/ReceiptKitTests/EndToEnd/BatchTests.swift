@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKit
+import ReceiptKitFormats
 import Testing
 
 /// Batch mode: parallel jobs, order, completeness, determinism, summary and CSV.

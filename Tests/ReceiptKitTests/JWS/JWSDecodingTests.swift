@@ -101,7 +101,7 @@ struct JWSDecodingTests {
         let x5c = "[" + signer.chain.map { "\"\(Data($0).base64EncodedString())\"" }.joined(separator: ",") + "]"
         let header = template.replacingOccurrences(of: "X5C", with: x5c)
         let token = try signer.sign(payload: Self.transaction, header: header)
-        expectRejection(ReceiptKitError.Code(rawValue: code)) { _ = try verifier.verifyTransaction(token) }
+        expectRejection(code) { _ = try verifier.verifyTransaction(token) }
     }
 
     @Test("a certificate with trailing bytes is malformed")

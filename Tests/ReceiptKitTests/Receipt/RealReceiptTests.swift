@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKit
+import ReceiptKitFormats
 import Testing
 
 /// The real receipts in `../shared/vectors/receipts` with the outcomes its README gives; skipped

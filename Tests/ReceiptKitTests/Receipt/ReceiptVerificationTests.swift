@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKit
+import ReceiptKitFormats
 import Testing
 
 /// The receipt verifier through its public API, over the project's own receipt vectors.

@@ -71,15 +71,24 @@ enum Fixtures {
 func expectRejection(
     _ code: ReceiptKitError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
 ) -> ReceiptKitError? {
+    expectRejection(code.rawValue, sourceLocation: sourceLocation, body)
+}
+
+/// Expects `body` to throw a ``ReceiptKitError`` whose code prints as `code` (the snake_case
+/// string a table or a manifest names), and returns it.
+@discardableResult
+func expectRejection(
+    _ code: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+) -> ReceiptKitError? {
     do {
         try body()
-        Issue.record("expected \(code.rawValue), but it verified", sourceLocation: sourceLocation)
+        Issue.record("expected \(code), but it verified", sourceLocation: sourceLocation)
         return nil
     } catch let error as ReceiptKitError {
-        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+        #expect(error.code.rawValue == code, "\(error)", sourceLocation: sourceLocation)
         return error
     } catch {
-        Issue.record("expected ReceiptKitError \(code.rawValue), got \(error)", sourceLocation: sourceLocation)
+        Issue.record("expected ReceiptKitError \(code), got \(error)", sourceLocation: sourceLocation)
         return nil
     }
 }

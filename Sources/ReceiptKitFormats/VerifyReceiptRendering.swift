@@ -1,3 +1,7 @@
+import struct Foundation.Date
+import struct Foundation.TimeZone
+public import ReceiptKit
+
 // The response body Apple's verifyReceipt endpoint gave for a receipt, rendered locally, so a
 // backend built on that endpoint can switch to an offline check without changing its parser.
 
@@ -150,54 +154,23 @@ extension JSONWriter {
     }
 }
 
-/// Local time in America/Los_Angeles, computed from the United States' daylight-saving rules
-/// rather than the system's time zone database, so the rendering is the same on every machine.
+/// Local time in America/Los_Angeles, as verifyReceipt prints its `_pst` dates.
 ///
-/// Rules (Energy Policy Act of 2005 and earlier): from 2007, daylight time runs from 02:00 on the
-/// second Sunday in March to 02:00 on the first Sunday in November; 1987–2006 from the first
-/// Sunday in April to the last Sunday in October; before 1987 from the last Sunday in April to the
-/// last Sunday in October (the exceptions of 1974–75 and before 1967 are not modelled: no App
-/// Store date is that old).
+/// The offset (−8 h PST or −7 h PDT) comes from the time zone database through Foundation's
+/// `TimeZone`, which knows every change of US daylight-saving law; the wall-clock text comes from
+/// ``CivilCalendar`` (proleptic Gregorian, the same arithmetic as every other date ReceiptKit
+/// prints), shifted by that offset.
 enum PacificTime {
-    private static let standardOffset: Int64 = -8 * 3600
-    private static let daylightOffset: Int64 = -7 * 3600
+    private static let zone: TimeZone = {
+        guard let zone = TimeZone(identifier: "America/Los_Angeles") else {
+            preconditionFailure("the time zone database has no America/Los_Angeles")
+        }
+        return zone
+    }()
 
     /// The offset from UTC in seconds at `instant`: −8 h (PST) or −7 h (PDT).
     static func offsetSeconds(at instant: Timestamp) -> Int64 {
-        let seconds = instant.secondsSince1970
-        let (year, _, _) = CivilCalendar.date(fromDaysSince1970: floorDivide(seconds, 86_400))
-        let start: Int64
-        let end: Int64
-        if year >= 2007 {
-            start = sunday(year: year, month: 3, ordinal: 2)
-            end = sunday(year: year, month: 11, ordinal: 1)
-        } else if year >= 1987 {
-            start = sunday(year: year, month: 4, ordinal: 1)
-            end = sunday(year: year, month: 10, ordinal: -1)
-        } else {
-            start = sunday(year: year, month: 4, ordinal: -1)
-            end = sunday(year: year, month: 10, ordinal: -1)
-        }
-        // 02:00 PST is 10:00 UTC; 02:00 PDT is 09:00 UTC.
-        let daylightStart = start * 86_400 + 10 * 3600
-        let daylightEnd = end * 86_400 + 9 * 3600
-        return seconds >= daylightStart && seconds < daylightEnd ? daylightOffset : standardOffset
-    }
-
-    /// The day (since 1970) of the `ordinal`-th Sunday of a month; −1 for the last one.
-    private static func sunday(year: Int64, month: Int64, ordinal: Int64) -> Int64 {
-        if ordinal < 0 {
-            let last = CivilCalendar.daysSince1970(year: year, month: month, day: CivilCalendar.daysIn(month: month, year: year))
-            return last - weekday(last)
-        }
-        let first = CivilCalendar.daysSince1970(year: year, month: month, day: 1)
-        return first + (7 - weekday(first)) % 7 + 7 * (ordinal - 1)
-    }
-
-    /// 0 for Sunday … 6 for Saturday (1970-01-01 was a Thursday).
-    private static func weekday(_ day: Int64) -> Int64 {
-        let remainder = (day + 4) % 7
-        return remainder < 0 ? remainder + 7 : remainder
+        Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant.secondsSince1970))))
     }
 
     private static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {

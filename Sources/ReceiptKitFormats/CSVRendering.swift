@@ -1,3 +1,5 @@
+public import ReceiptKit
+
 extension VerificationOutcome {
     /// The CSV columns, in order, with an `id` column second when `withIDs`.
     ///

@@ -185,8 +185,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 }
 
 /// Proleptic Gregorian calendar arithmetic (H. Hinnant's `days_from_civil` and inverse).
-enum CivilCalendar {
-    static func daysSince1970(year: Int64, month: Int64, day: Int64) -> Int64 {
+package enum CivilCalendar {
+    package static func daysSince1970(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -195,7 +195,7 @@ enum CivilCalendar {
         return era * 146_097 + dayOfEra - 719_468
     }
 
-    static func date(fromDaysSince1970 days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+    package static func date(fromDaysSince1970 days: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097
@@ -207,7 +207,7 @@ enum CivilCalendar {
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    static func daysIn(month: Int64, year: Int64) -> Int64 {
+    package static func daysIn(month: Int64, year: Int64) -> Int64 {
         switch month {
         case 2:
             let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
