@@ -292,6 +292,7 @@ for _ in 0...options.repetitions {
     guard off.status == 0, on.status == 0 else {
         FileHandle.standardError.write(Data("verify-receipt exited \(off.status) / \(on.status)\n".utf8))
         ocsp.stop()
+        try? FileManager.default.removeItem(at: directory)
         exit(1)
     }
     bestOff = min(bestOff, off.seconds)
@@ -327,4 +328,6 @@ for (name, value, target) in checks {
     let label = name.padding(toLength: 62, withPad: " ", startingAt: 0)
     print("\(ok ? "PASS" : "FAIL") \(label) \(String(format: "%8.2f", value)) (target \(atMost ? "<=" : ">=") \(String(format: "%.2f", target)))")
 }
+// exit() skips the `defer` above: remove the scratch directory (and the throwaway CA's keys) first.
+try? FileManager.default.removeItem(at: directory)
 exit(failed ? 1 : 0)

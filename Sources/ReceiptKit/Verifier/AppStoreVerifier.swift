@@ -36,7 +36,7 @@ public struct AppStoreVerifier: Sendable {
         /// How many validated headers and chains the verifier remembers (each).
         public var cacheCapacity: Int
         /// Whether and how certificates are checked for revocation. Defaults to off: no network.
-        public var revocation: RevocationPolicy = .off
+        public var revocation: RevocationPolicy
 
         /// The default largest JWS: 64 KiB.
         public static let defaultMaximumJWSSize = 64 * 1024
@@ -56,13 +56,15 @@ public struct AppStoreVerifier: Sendable {
         ///   - maximumReceiptSize: The largest legacy receipt accepted, in bytes of DER/BER.
         ///   - deviceIdentifier: The device legacy receipts must have been issued to, if checked.
         ///   - cacheCapacity: How many validated headers and chains to remember (0 disables it).
+        ///   - revocation: Whether and how certificates are checked for revocation (off: no network).
         public init(
             anchors: TrustAnchors = .apple, bundleId: String? = nil, appAppleId: Int64? = nil,
             environment: AppStoreEnvironment? = nil, validationTime: ValidationTime = .signedDate,
             maximumJWSSize: Int = defaultMaximumJWSSize, maximumReceiptSize: Int = defaultMaximumReceiptSize,
-            deviceIdentifier: DeviceIdentifier? = nil, cacheCapacity: Int = 256
+            deviceIdentifier: DeviceIdentifier? = nil, cacheCapacity: Int = 256, revocation: RevocationPolicy = .off
         ) {
             self.cacheCapacity = cacheCapacity
+            self.revocation = revocation
             self.anchors = anchors
             self.bundleId = bundleId
             self.appAppleId = appAppleId
