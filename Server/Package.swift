@@ -1,0 +1,81 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// receiptkit-server: its own package, so that ReceiptKit's library users never build a web
+// framework or database drivers.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "ReceiptKitServer",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "receiptkit-server", targets: ["receiptkit-server"]),
+        .library(name: "ReceiptKitServer", targets: ["ReceiptKitServer"]),
+    ],
+    dependencies: [
+        .package(name: "ReceiptKit", path: ".."),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // The application: configuration, store, routes, metrics. Tests import it.
+        .target(
+            name: "ReceiptKitServer",
+            dependencies: [
+                .product(name: "ReceiptKit", package: "ReceiptKit"),
+                // Apple's verifyReceipt response body, for POST /verifyReceipt.
+                .product(name: "ReceiptKitFormats", package: "ReceiptKit"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Reads the environment, migrates, serves until SIGTERM.
+        .executableTarget(
+            name: "receiptkit-server",
+            dependencies: [
+                "ReceiptKitServer",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Over a loopback socket with a real HTTP client, on SQLite and (when
+        // RECEIPTKIT_TEST_POSTGRES_URL is set) PostgreSQL.
+        .testTarget(
+            name: "ReceiptKitServerTests",
+            dependencies: [
+                "ReceiptKitServer",
+                "CServerTestOpenSSL",
+                .product(name: "ReceiptKit", package: "ReceiptKit"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // libcrypto for the tests only: they sign notifications under the project's test PKI at
+        // test time (ReceiptKit's own C module is internal to it and verifies, never signs).
+        .systemLibrary(
+            name: "CServerTestOpenSSL",
+            path: "Tests/CServerTestOpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+    ]
+)

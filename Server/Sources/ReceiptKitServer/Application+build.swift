@@ -1,0 +1,57 @@
+public import Foundation
+public import Hummingbird
+public import Logging
+import ReceiptKit
+import ServiceLifecycle
+
+/// Builds the server: one verifier and one store, created once from the configuration and shared
+/// by every request. The store is migrated before the server accepts connections; a PostgreSQL
+/// client runs as one of the application's services, so that `runService()` shuts it down with
+/// the server, after the requests in flight have finished (SIGTERM, SIGINT).
+///
+/// - Parameters:
+///   - configuration: Where to listen, what to trust and check, where to store.
+///   - logger: The server's logger; each request logs one line through it.
+///   - postgresSearchPath: For tests: a PostgreSQL schema to use instead of the default.
+///   - clock: The current time, read at each request (its `receivedAt`, and `as_of` when none
+///     is given).
+/// - Returns: The application, ready for `runService()`.
+/// - Throws: ``StoreError`` when a SQLite database cannot be opened.
+public func buildApplication(
+    configuration: ServerConfiguration, logger: Logger, postgresSearchPath: String? = nil,
+    clock: @escaping @Sendable () -> Date = { Date() }
+) throws -> some ApplicationProtocol {
+    let store: any EntitlementStore
+    var services: [any Service] = []
+    switch configuration.database {
+    case .sqlite(let path):
+        store = try SQLiteStore(path: path)
+    case .postgres(let location):
+        let postgres = PostgresStore(location: location, searchPath: postgresSearchPath, logger: logger)
+        services.append(postgres.client)
+        store = postgres
+    }
+    let environment = RouteEnvironment(
+        verifier: AppStoreVerifier(configuration.verifier), store: store, metrics: ServerMetrics(), clock: clock)
+
+    let router = Router(context: ServerRequestContext.self)
+    router.add(middleware: RequestLogMiddleware(metrics: environment.metrics, timeout: configuration.requestTimeout))
+    HealthController(environment: environment).add(to: router)
+    NotificationController(environment: environment).add(to: router)
+    let authenticated = router.group().add(middleware: BearerTokenMiddleware(token: configuration.apiToken.map { Array($0.utf8) }))
+    VerifyReceiptController(environment: environment).add(to: authenticated)
+    let v1 = authenticated.group("v1")
+    TransactionController(environment: environment).add(to: v1)
+    EntitlementController(environment: environment).add(to: v1)
+
+    var app = Application(
+        router: router,
+        server: .http1(configuration: .init(idleTimeout: .seconds(60))),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "receiptkit-server"),
+        services: services,
+        logger: logger)
+    app.beforeServerStarts {
+        try await store.migrate()
+    }
+    return app
+}

@@ -1,0 +1,224 @@
+import Foundation
+public import ReceiptKit
+
+/// Where the server listens, what its one shared verifier trusts and checks, where it stores, and
+/// the token its API requires.
+///
+/// ``init(environment:)`` reads it from environment variables:
+///
+/// | variable | meaning |
+/// |---|---|
+/// | `RECEIPTKIT_BUNDLE_ID` | required: your app's bundle id |
+/// | `RECEIPTKIT_ENVIRONMENT` | required: `Production`, `Sandbox`, `Xcode` or `LocalTesting` |
+/// | `RECEIPTKIT_APP_APPLE_ID` | your app's App Apple ID; required for `Production` |
+/// | `RECEIPTKIT_ROOT_FILE` | root certificates to trust instead of Apple's pins, DER or PEM, comma-separated paths |
+/// | `RECEIPTKIT_PIN_SHA256` | SHA-256 fingerprints of roots to trust instead of Apple's pins, comma-separated |
+/// | `RECEIPTKIT_DATABASE_URL` | `sqlite:PATH` (default `sqlite:receiptkit.sqlite`) or `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable\|prefer\|require]` |
+/// | `RECEIPTKIT_API_TOKEN` | the bearer token `/v1/*` and `/verifyReceipt` require; required unless `HOST` is loopback |
+/// | `HOST` | the address to listen on, default `127.0.0.1` |
+/// | `PORT` | the port to listen on, default `8080` |
+public struct ServerConfiguration: Sendable {
+    /// The address the server binds to.
+    public var host: String
+    /// The port the server binds to (0: any free port).
+    public var port: Int
+    /// What the shared ``AppStoreVerifier`` trusts and checks.
+    public var verifier: AppStoreVerifier.Configuration
+    /// Where events, states and customer links are kept.
+    public var database: DatabaseLocation
+    /// The bearer token of `/v1/*` and `/verifyReceipt`, or `nil` for none (loopback only).
+    public var apiToken: String?
+    /// How long one request may take before it is answered 503.
+    public var requestTimeout: Duration
+
+    /// Creates a configuration.
+    ///
+    /// - Parameters:
+    ///   - host: The address to bind to.
+    ///   - port: The port to bind to.
+    ///   - verifier: What the verifier trusts and checks.
+    ///   - database: Where to store.
+    ///   - apiToken: The API's bearer token, if any.
+    ///   - requestTimeout: How long a request may take.
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, verifier: AppStoreVerifier.Configuration,
+        database: DatabaseLocation, apiToken: String?, requestTimeout: Duration = .seconds(30)
+    ) {
+        self.host = host
+        self.port = port
+        self.verifier = verifier
+        self.database = database
+        self.apiToken = apiToken
+        self.requestTimeout = requestTimeout
+    }
+
+    /// Whether ``host`` is a loopback address, where the API may run without a token.
+    public var isLoopback: Bool {
+        Self.isLoopback(host)
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// Reads the configuration from environment variables (see ``ServerConfiguration``).
+    ///
+    /// A server must not accept another app's notifications, which Apple signs just as well as
+    /// yours: the bundle id and the environment are required, and, as in Apple's own libraries,
+    /// the App Apple ID too in `Production`. A server bound to anything but loopback refuses to
+    /// start without `RECEIPTKIT_API_TOKEN`.
+    ///
+    /// - Parameter environment: The process environment, or any dictionary in its shape.
+    /// - Throws: ``ConfigurationError`` naming the variable that is missing or wrong.
+    public init(environment: [String: String]) throws(ConfigurationError) {
+        func value(_ name: String) -> String? {
+            guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+            return text
+        }
+        func list(_ name: String) -> [String] {
+            (value(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+
+        guard let bundleId = value("RECEIPTKIT_BUNDLE_ID") else {
+            throw ConfigurationError("RECEIPTKIT_BUNDLE_ID is required: your app's bundle id")
+        }
+        guard let environmentName = value("RECEIPTKIT_ENVIRONMENT") else {
+            throw ConfigurationError("RECEIPTKIT_ENVIRONMENT is required: Production, Sandbox, Xcode or LocalTesting")
+        }
+        guard let appStoreEnvironment = AppStoreEnvironment(rawValue: environmentName) else {
+            throw ConfigurationError(
+                "RECEIPTKIT_ENVIRONMENT is \"\(environmentName)\"; expected Production, Sandbox, Xcode or LocalTesting")
+        }
+        var appAppleId: Int64?
+        if let text = value("RECEIPTKIT_APP_APPLE_ID") {
+            guard let number = Int64(text), number > 0 else {
+                throw ConfigurationError("RECEIPTKIT_APP_APPLE_ID is \"\(text)\"; expected a positive integer")
+            }
+            appAppleId = number
+        } else if appStoreEnvironment == .production {
+            throw ConfigurationError("RECEIPTKIT_APP_APPLE_ID is required when RECEIPTKIT_ENVIRONMENT is Production")
+        }
+
+        let rootFiles = list("RECEIPTKIT_ROOT_FILE")
+        let pins = list("RECEIPTKIT_PIN_SHA256")
+        var anchors = TrustAnchors.apple
+        if !rootFiles.isEmpty || !pins.isEmpty {
+            let roots = try rootFiles.map { path throws(ConfigurationError) in
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw ConfigurationError("RECEIPTKIT_ROOT_FILE: cannot read \(path)")
+                }
+                return [UInt8](data)
+            }
+            do {
+                anchors = try TrustAnchors(rootCertificates: roots, pinnedSHA256: pins)
+            } catch let error as ReceiptKitError {
+                let variable = error.code == .malformedCertificate ? "RECEIPTKIT_ROOT_FILE" : "RECEIPTKIT_PIN_SHA256"
+                throw ConfigurationError("\(variable): \(error.message)")
+            } catch {
+                throw ConfigurationError("RECEIPTKIT_ROOT_FILE or RECEIPTKIT_PIN_SHA256: \(error)")
+            }
+        }
+
+        let database = try DatabaseLocation(url: value("RECEIPTKIT_DATABASE_URL") ?? "sqlite:receiptkit.sqlite")
+
+        let host = value("HOST") ?? "127.0.0.1"
+        var port = 8080
+        if let text = value("PORT") {
+            guard let number = Int(text), (0...65535).contains(number) else {
+                throw ConfigurationError("PORT is \"\(text)\"; expected a port number, 0 to 65535")
+            }
+            port = number
+        }
+        let apiToken = value("RECEIPTKIT_API_TOKEN")
+        if apiToken == nil, !Self.isLoopback(host) {
+            throw ConfigurationError(
+                "RECEIPTKIT_API_TOKEN is required when HOST (\(host)) is not a loopback address: /v1/* and /verifyReceipt would be open to anyone")
+        }
+        self.init(
+            host: host, port: port,
+            verifier: .init(anchors: anchors, bundleId: bundleId, appAppleId: appAppleId, environment: appStoreEnvironment),
+            database: database, apiToken: apiToken)
+    }
+}
+
+/// Where the store lives, from `RECEIPTKIT_DATABASE_URL`.
+public enum DatabaseLocation: Sendable, Equatable {
+    /// A SQLite file (created when missing), opened in WAL mode.
+    case sqlite(path: String)
+    /// A PostgreSQL server.
+    case postgres(PostgresLocation)
+
+    /// Parses `sqlite:PATH` or `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…]`
+    /// (`postgresql://` too).
+    ///
+    /// - Parameter url: The URL's text.
+    /// - Throws: ``ConfigurationError`` saying what is wrong with it.
+    public init(url: String) throws(ConfigurationError) {
+        if url.hasPrefix("sqlite:") {
+            var path = String(url.dropFirst("sqlite:".count))
+            if path.hasPrefix("//") { path.removeFirst(2) }  // sqlite:///abs/path and sqlite://rel/path
+            guard !path.isEmpty else {
+                throw ConfigurationError("RECEIPTKIT_DATABASE_URL is \"sqlite:\" without a path; expected sqlite:PATH")
+            }
+            self = .sqlite(path: path)
+        } else if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+            self = .postgres(try PostgresLocation(url: url))
+        } else {
+            throw ConfigurationError("RECEIPTKIT_DATABASE_URL must start with sqlite: or postgres://")
+        }
+    }
+}
+
+/// A PostgreSQL server and database, from a `postgres://` URL.
+public struct PostgresLocation: Sendable, Equatable {
+    /// The server's host name or address.
+    public var host: String
+    /// The server's port.
+    public var port: Int
+    /// The role to log in as.
+    public var username: String
+    /// Its password, if any.
+    public var password: String?
+    /// The database.
+    public var database: String
+    /// The URL's `sslmode`: `disable`, `prefer` (the default) or `require`.
+    public var sslMode: String
+
+    init(url: String) throws(ConfigurationError) {
+        guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else {
+            throw ConfigurationError("RECEIPTKIT_DATABASE_URL is not a valid postgres:// URL with a host")
+        }
+        let database = String(components.path.drop(while: { $0 == "/" }))
+        guard !database.isEmpty else {
+            throw ConfigurationError("RECEIPTKIT_DATABASE_URL names no database: expected postgres://USER@HOST/DATABASE")
+        }
+        guard let username = components.user, !username.isEmpty else {
+            throw ConfigurationError("RECEIPTKIT_DATABASE_URL names no user: expected postgres://USER@HOST/DATABASE")
+        }
+        var sslMode = "prefer"
+        for item in components.queryItems ?? [] where item.name == "sslmode" {
+            guard let mode = item.value, ["disable", "prefer", "require"].contains(mode) else {
+                throw ConfigurationError("RECEIPTKIT_DATABASE_URL's sslmode must be disable, prefer or require")
+            }
+            sslMode = mode
+        }
+        self.host = host
+        self.port = components.port ?? 5432
+        self.username = username.removingPercentEncoding ?? username
+        self.password = components.password.map { $0.removingPercentEncoding ?? $0 }
+        self.database = database.removingPercentEncoding ?? database
+        self.sslMode = sslMode
+    }
+}
+
+/// A missing or invalid configuration variable.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    /// What is wrong, naming the variable.
+    public let message: String
+
+    init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+}

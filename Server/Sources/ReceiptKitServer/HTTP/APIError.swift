@@ -1,0 +1,89 @@
+import Foundation
+public import Hummingbird
+public import ReceiptKit
+
+/// An answer other than 2xx: an HTTP status and `{"error": {"code": …, "message": …}}`, with
+/// ReceiptKit's error codes for inputs that fail verification and the server's own for the rest
+/// (`unauthorized`, `not_found`, `invalid_request`, `database_unavailable`, `timeout`,
+/// `internal_error`). The message never carries SQL, a stack trace or a driver's error text.
+public struct APIError: Error, Sendable {
+    /// The HTTP status.
+    public let status: HTTPResponse.Status
+    /// A stable snake_case code.
+    public let code: String
+    /// What went wrong, for a person.
+    public let message: String
+
+    /// Creates an error.
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    /// An input that failed verification: 413 when it is too large, 400 otherwise.
+    public init(rejected error: ReceiptKitError) {
+        self.init(error.code == .inputTooLarge ? .contentTooLarge : .badRequest, error.code.rawValue, error.message)
+    }
+
+    /// A request body that is not what the route takes.
+    static func invalidRequest(_ message: String) -> APIError {
+        APIError(.badRequest, "invalid_request", message)
+    }
+
+    /// The database failed; the caller should retry.
+    static let databaseUnavailable = APIError(
+        .serviceUnavailable, "database_unavailable", "the database is unavailable; retry later")
+
+    /// The response: the status and the error object.
+    func response() -> Response {
+        var writer = JSONText()
+        writer.raw("{\"error\":{\"code\":")
+        writer.string(code)
+        writer.raw(",\"message\":")
+        writer.string(message)
+        writer.raw("}}")
+        return Response.json(writer.text, status: status)
+    }
+}
+
+extension Response {
+    /// A JSON response with the given text as its body, plus a newline.
+    static func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status,
+            headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
+    }
+}
+
+/// Builds JSON text from pieces, some already JSON (records and states as ReceiptKit writes
+/// them), some to escape.
+struct JSONText {
+    private(set) var text = ""
+
+    mutating func raw(_ json: String) {
+        text += json
+    }
+
+    mutating func string(_ value: String) {
+        text += "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case _ where scalar.value < 0x20:
+                text += String(format: "\\u%04x", scalar.value)
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\""
+    }
+
+    mutating func optionalString(_ value: String?) {
+        if let value { string(value) } else { raw("null") }
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+import Hummingbird
+import ReceiptKit
+
+/// The read side, from stored state only (no verification):
+///
+/// - `GET /v1/customers/{customer_id}/entitlements[?as_of=ISO8601]`:
+///   `{"customer_id", "as_of", "entitled", "subscriptions": [state, …]}`, each state exactly as
+///   `verify-receipt --state` writes it; `entitled` is true when any of them is. A customer
+///   with nothing linked has no subscriptions and is not entitled.
+/// - `GET /v1/subscriptions/{original_transaction_id}[?as_of=ISO8601]`: that key's state, 404
+///   `not_found` when no transaction of it is known at that instant.
+struct EntitlementController {
+    let environment: RouteEnvironment
+
+    func add(to group: RouterGroup<ServerRequestContext>) {
+        group.get("customers/{customer_id}/entitlements") { request, context in
+            let customerId = try context.parameters.require("customer_id")
+            let instant = try environment.instant(request)
+            return Response.json(try await environment.entitlementsJSON(customerId: customerId, at: instant))
+        }
+        group.get("subscriptions/{original_transaction_id}") { request, context in
+            let id = try context.parameters.require("original_transaction_id")
+            let instant = try environment.instant(request)
+            let stored = try await environment.read { try await environment.store.subscriptions(originalTransactionId: id) }
+            for subscription in stored {
+                if let state = try EntitlementFolding.state(of: subscription, at: instant) {
+                    return Response.json(state.json())
+                }
+            }
+            throw APIError(.notFound, "not_found", "no subscription with original transaction id \(id) is known at that instant")
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import ReceiptKit
+
+/// Turns a verified record into the event the store keeps: its dedup key, the keys it touches,
+/// the customers it links. What each key's state becomes is the ledger's business
+/// (``EntitlementFolding``), not this file's.
+enum Events {
+    /// The event of a verified record.
+    ///
+    /// - Parameters:
+    ///   - record: The verified record.
+    ///   - raw: The input's bytes as received.
+    ///   - bundleId: The configured bundle id (renewal infos carry none).
+    ///   - customerId: The customer the request names, if any; each transaction's
+    ///     `appAccountToken` is linked too.
+    ///   - receivedAt: The server's clock at the request.
+    static func event(
+        for record: VerificationRecord, raw: [UInt8], bundleId: String, customerId: String?, receivedAt: Timestamp
+    ) throws(APIError) -> NewEvent {
+        let keys = self.keys(of: record, bundleId: bundleId)
+        var links: [CustomerLink] = []
+        for key in keys {
+            if let customerId { links.append(CustomerLink(customerId: customerId, key: key)) }
+        }
+        for transaction in record.transactions {
+            if let token = transaction.appAccountToken, !token.isEmpty, let key = key(of: transaction, record: record, bundleId: bundleId) {
+                links.append(CustomerLink(customerId: token, key: key))
+            }
+        }
+        guard let dedupKey = dedupKey(of: record) else {
+            throw APIError.invalidRequest("the \(record.kind.rawValue) carries no identifier to store it by")
+        }
+        return NewEvent(
+            dedupKey: dedupKey, kind: record.kind.rawValue, raw: raw, record: record.json(),
+            receivedAt: receivedAt.millisecondsSince1970,
+            folds: keys.map { EntitlementFolding.fold(record, into: $0) },
+            links: links)
+    }
+
+    /// What makes a replay a replay.
+    ///
+    /// - a notification: its `notificationUUID` (Apple's retries of one notification carry the
+    ///   same UUID; the UUIDs of different notifications differ);
+    /// - a transaction: its transaction id and signed date (a later copy, with a revocation, is
+    ///   new);
+    /// - renewal info: its original transaction id and signed date;
+    /// - a legacy receipt: its creation date and opaque value (random per receipt Apple issues);
+    /// - anything else, or one of these without its identifier: `nil`, not stored.
+    static func dedupKey(of record: VerificationRecord) -> String? {
+        switch record.kind {
+        case .notification:
+            if let uuid = record.notification?.notificationUUID, !uuid.isEmpty { return "notification:\(uuid)" }
+        case .transaction:
+            if let transaction = record.transactions.first, let id = transaction.transactionId {
+                return "transaction:\(id):\(transaction.signedDate?.millisecondsSince1970 ?? 0)"
+            }
+        case .renewalInfo:
+            if let info = record.renewalInfo, let id = info.originalTransactionId {
+                return "renewal_info:\(id):\(info.signedDate?.millisecondsSince1970 ?? 0)"
+            }
+        case .receipt:
+            if let receipt = record.receipt {
+                let opaque = receipt.opaqueValue.map { String(format: "%02x", $0) }.joined()
+                return "receipt:\(receipt.receiptCreationDate.millisecondsSince1970):\(opaque)"
+            }
+        default:
+            break
+        }
+        return nil
+    }
+
+    /// The keys a record touches, sorted: one per original transaction id among its
+    /// transactions and its renewal info.
+    static func keys(of record: VerificationRecord, bundleId: String) -> [StoreKey] {
+        var keys = Set<StoreKey>()
+        for transaction in record.transactions {
+            if let key = key(of: transaction, record: record, bundleId: bundleId) { keys.insert(key) }
+        }
+        if let info = record.renewalInfo, let id = info.originalTransactionId, !id.isEmpty {
+            // Renewal infos carry no bundle id: the ledger joins them to transactions by
+            // environment and original transaction id, and every input carries the configured one.
+            keys.insert(StoreKey(bundleId: bundleId, environment: info.rawEnvironment ?? "", originalTransactionId: id))
+        }
+        return keys.sorted()
+    }
+
+    /// A transaction's key, as ``EntitlementLedger`` keys it (a transaction without an id is not
+    /// folded, so it has none).
+    private static func key(of transaction: NormalizedTransaction, record: VerificationRecord, bundleId: String) -> StoreKey? {
+        guard let id = transaction.transactionId else { return nil }
+        return StoreKey(
+            bundleId: transaction.bundleId ?? "", environment: transaction.environment ?? "",
+            originalTransactionId: transaction.originalTransactionId ?? id)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Hummingbird
+import ReceiptKit
+
+/// What every route shares: the verifier, the store, the metrics and the clock.
+struct RouteEnvironment: Sendable {
+    let verifier: AppStoreVerifier
+    let store: any EntitlementStore
+    let metrics: ServerMetrics
+    let clock: @Sendable () -> Date
+
+    /// The configured bundle id, which every input must carry (renewal infos carry none).
+    var bundleId: String { verifier.configuration.bundleId ?? "" }
+
+    /// The largest JWS body accepted: the verifier's JWS limit plus 1 KiB of JSON around it.
+    var jwsBodyLimit: Int { verifier.configuration.maximumJWSSize + 1024 }
+
+    /// The largest body carrying a receipt's base64 (a third larger than the receipt) plus 4 KiB
+    /// of JSON, or a JWS body, whichever is larger.
+    var receiptBodyLimit: Int {
+        let receipt = max(verifier.configuration.maximumReceiptSize, 0)
+        return max(jwsBodyLimit, (receipt + 2) / 3 * 4 + 4096)
+    }
+
+    var now: Timestamp { Timestamp(clock()) }
+
+    /// The whole body, or 413 `input_too_large` when it is longer than `limit` bytes.
+    func body(of request: Request, upTo limit: Int) async throws -> [UInt8] {
+        do {
+            let buffer = try await request.body.collect(upTo: limit)
+            return Array(buffer.readableBytesView)
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+            throw APIError(.contentTooLarge, "input_too_large", "the body is larger than \(limit) bytes")
+        }
+    }
+
+    /// Counts a verification and passes its record on, or throws its rejection as a 400/413.
+    func verified(_ outcome: VerificationOutcome, context: ServerRequestContext) throws(APIError) -> VerificationRecord {
+        switch outcome {
+        case .verified(let record):
+            metrics.verification(result: "verified")
+            context.notes.update { $0.verdict = "verified" }
+            return record
+        case .rejected(let error):
+            metrics.verification(result: error.code.rawValue)
+            context.notes.update { $0.verdict = error.code.rawValue; $0.reason = error.message }
+            throw APIError(rejected: error)
+        }
+    }
+
+    /// Stores an event; any database failure is a 503.
+    func store(_ event: NewEvent, context: ServerRequestContext) async throws -> Bool {
+        do {
+            let isNew = try await store.record(event)
+            context.notes.update { $0.duplicate = !isNew }
+            return isNew
+        } catch let error as APIError {
+            throw error
+        } catch {
+            throw StoreError(String(describing: error))
+        }
+    }
+
+    /// Reads from the store; any database failure is a 503.
+    func read<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(String(describing: error))
+        }
+    }
+
+    /// The `as_of` query parameter (ISO 8601, with or without fractional seconds), or now.
+    func instant(_ request: Request) throws(APIError) -> Timestamp {
+        guard let text = request.uri.queryParameters.get("as_of") else { return now }
+        if text == "now" { return now }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return Timestamp(date) }
+        formatter.formatOptions = [.withInternetDateTime]
+        if let date = formatter.date(from: text) { return Timestamp(date) }
+        throw APIError.invalidRequest("as_of is \"\(text)\"; expected an ISO 8601 instant such as 2025-06-01T12:00:00Z")
+    }
+
+    /// `{"customer_id", "as_of", "entitled", "subscriptions": [state, …]}` for a customer.
+    func entitlementsJSON(customerId: String, at instant: Timestamp) async throws -> String {
+        let stored = try await read { try await store.subscriptions(customerId: customerId) }
+        var states: [SubscriptionState] = []
+        for subscription in stored {
+            if let state = try EntitlementFolding.state(of: subscription, at: instant) { states.append(state) }
+        }
+        var json = JSONText()
+        json.raw("{\"customer_id\":")
+        json.string(customerId)
+        json.raw(",\"as_of\":")
+        json.string(Self.iso8601(instant))
+        json.raw(",\"entitled\":\(states.contains { $0.isEntitled })")
+        json.raw(",\"subscriptions\":[")
+        json.raw(states.map { $0.json() }.joined(separator: ","))
+        json.raw("]}")
+        return json.text
+    }
+
+    static func iso8601(_ instant: Timestamp) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: instant.date)
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import Logging
+public import PostgresNIO
+
+/// The store in PostgreSQL through postgres-nio: one `PostgresClient`, which the application runs
+/// as a service, every query with interpolated bindings, every change in one transaction.
+///
+/// Several servers may share the database. Migrations run under a transaction-scoped advisory
+/// lock and are recorded in `receiptkit_migrations`. Two events for the same key, on any
+/// servers, are serialized by the key's row lock (`SELECT … FOR UPDATE`, after an `INSERT … ON
+/// CONFLICT DO NOTHING` that makes sure the row exists): the second folds into what the first
+/// committed, so no update is lost.
+public final class PostgresStore: EntitlementStore {
+    /// The client; run it (``PostgresClient/run()``) for as long as the store is used.
+    public let client: PostgresClient
+    private let logger: Logger
+
+    /// An arbitrary constant: the advisory lock that serializes migrations across servers.
+    private static let migrationLock: Int64 = 0x5245_4345_4950_544B  // "RECEIPTK"
+
+    /// Creates the store and its client (not yet running).
+    ///
+    /// - Parameters:
+    ///   - location: The server and database.
+    ///   - searchPath: A schema to use instead of the role's default (`search_path`), if any.
+    ///   - logger: Where the client logs.
+    public init(location: PostgresLocation, searchPath: String? = nil, logger: Logger) {
+        let tls: PostgresClient.Configuration.TLS
+        switch location.sslMode {
+        case "disable": tls = .disable
+        case "require": tls = .require(.makeClientConfiguration())
+        default: tls = .prefer(.makeClientConfiguration())
+        }
+        var configuration = PostgresClient.Configuration(
+            host: location.host, port: location.port, username: location.username, password: location.password,
+            database: location.database, tls: tls)
+        if let searchPath {
+            configuration.options.additionalStartupParameters = [("search_path", searchPath)]
+        }
+        configuration.options.connectTimeout = .seconds(5)
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.logger = logger
+    }
+
+    public func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS receiptkit_migrations (id TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+                logger: logger)
+            var applied = Set<String>()
+            for try await id in try await connection.query("SELECT id FROM receiptkit_migrations", logger: logger)
+                .decode(String.self)
+            {
+                applied.insert(id)
+            }
+            for migration in Schema.migrations where !applied.contains(migration.id) {
+                for statement in migration.postgres {
+                    // A constant of Schema, never built from input: the one place SQL is not
+                    // interpolated, because DDL takes no bindings.
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                try await connection.query(
+                    "INSERT INTO receiptkit_migrations (id, applied_at) VALUES (\(migration.id), \(now))", logger: logger)
+            }
+        }
+    }
+
+    public func ping() async throws {
+        try await client.query("SELECT 1", logger: logger)
+    }
+
+    public func record(_ event: NewEvent) async throws -> Bool {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in
+            let raw = ByteBuffer(bytes: event.raw)
+            var inserted = false
+            for try await _ in try await connection.query(
+                """
+                INSERT INTO events (dedup_key, kind, raw, record, received_at)
+                VALUES (\(event.dedupKey), \(event.kind), \(raw), \(event.record), \(event.receivedAt))
+                ON CONFLICT (dedup_key) DO NOTHING RETURNING id
+                """, logger: logger
+            ).decode(Int64.self) {
+                inserted = true
+            }
+            if inserted {
+                for fold in event.orderedFolds {
+                    let key = fold.key
+                    try await connection.query(
+                        """
+                        INSERT INTO subscriptions (bundle_id, environment, original_transaction_id, state, updated_at)
+                        VALUES (\(key.bundleId), \(key.environment), \(key.originalTransactionId), NULL, \(event.receivedAt))
+                        ON CONFLICT DO NOTHING
+                        """, logger: logger)
+                    var stored: String?
+                    for try await state in try await connection.query(
+                        """
+                        SELECT state FROM subscriptions
+                        WHERE bundle_id = \(key.bundleId) AND environment = \(key.environment)
+                            AND original_transaction_id = \(key.originalTransactionId)
+                        FOR UPDATE
+                        """, logger: logger
+                    ).decode(String?.self) {
+                        stored = state
+                    }
+                    let state = String(decoding: try fold.fold(stored.map { Data($0.utf8) }), as: UTF8.self)
+                    try await connection.query(
+                        """
+                        UPDATE subscriptions SET state = \(state), updated_at = \(event.receivedAt)
+                        WHERE bundle_id = \(key.bundleId) AND environment = \(key.environment)
+                            AND original_transaction_id = \(key.originalTransactionId)
+                        """, logger: logger)
+                }
+            }
+            for link in event.orderedLinks {
+                try await connection.query(
+                    """
+                    INSERT INTO customer_subscriptions
+                        (customer_id, bundle_id, environment, original_transaction_id, linked_at)
+                    VALUES (\(link.customerId), \(link.key.bundleId), \(link.key.environment),
+                        \(link.key.originalTransactionId), \(event.receivedAt))
+                    ON CONFLICT DO NOTHING
+                    """, logger: logger)
+            }
+            return inserted
+        }
+    }
+
+    public func subscriptions(customerId: String) async throws -> [StoredSubscription] {
+        try await collect(
+            client.query(
+                """
+                SELECT c.bundle_id, c.environment, c.original_transaction_id, s.state
+                FROM customer_subscriptions c
+                LEFT JOIN subscriptions s ON s.bundle_id = c.bundle_id AND s.environment = c.environment
+                    AND s.original_transaction_id = c.original_transaction_id
+                WHERE c.customer_id = \(customerId)
+                ORDER BY c.bundle_id COLLATE "C", c.environment COLLATE "C", c.original_transaction_id COLLATE "C"
+                """, logger: logger))
+    }
+
+    public func subscriptions(originalTransactionId: String) async throws -> [StoredSubscription] {
+        try await collect(
+            client.query(
+                """
+                SELECT bundle_id, environment, original_transaction_id, state FROM subscriptions
+                WHERE original_transaction_id = \(originalTransactionId)
+                ORDER BY bundle_id COLLATE "C", environment COLLATE "C"
+                """, logger: logger))
+    }
+
+    public func eventCount(dedupKeys: [String]?) async throws -> Int {
+        let rows: PostgresRowSequence
+        if let dedupKeys {
+            rows = try await client.query(
+                "SELECT COUNT(*) FROM events WHERE dedup_key = ANY(\(dedupKeys))", logger: logger)
+        } else {
+            rows = try await client.query("SELECT COUNT(*) FROM events", logger: logger)
+        }
+        var count = 0
+        for try await value in rows.decode(Int64.self) {
+            count = Int(value)
+        }
+        return count
+    }
+
+    public func close() async throws {}
+
+    private func collect(_ rows: PostgresRowSequence) async throws -> [StoredSubscription] {
+        var subscriptions: [StoredSubscription] = []
+        for try await (bundleId, environment, originalTransactionId, state) in rows.decode(
+            (String, String, String, String?).self)
+        {
+            subscriptions.append(
+                StoredSubscription(
+                    key: StoreKey(bundleId: bundleId, environment: environment, originalTransactionId: originalTransactionId),
+                    state: state.map { Data($0.utf8) }))
+        }
+        return subscriptions
+    }
+}

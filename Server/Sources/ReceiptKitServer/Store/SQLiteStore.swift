@@ -1,0 +1,148 @@
+import Foundation
+import GRDB
+
+/// The store in a SQLite file through GRDB: a `DatabasePool` in WAL mode (readers never wait for
+/// the writer), migrated by a `DatabaseMigrator`, every change in one `write { }` transaction.
+/// SQLite has one writer at a time, so two events for the same key are folded one after the
+/// other.
+public final class SQLiteStore: EntitlementStore {
+    private let pool: DatabasePool
+
+    /// Opens (or creates) the database file.
+    ///
+    /// - Parameter path: The file's path.
+    /// - Throws: ``StoreError`` when the file cannot be opened as a database.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.label = "receiptkit"
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw StoreError("cannot open SQLite database \(path): \(error)")
+        }
+    }
+
+    public func migrate() async throws {
+        var migrator = DatabaseMigrator()
+        for migration in Schema.migrations {
+            migrator.registerMigration(migration.id) { db in
+                for statement in migration.sqlite {
+                    try db.execute(sql: statement)
+                }
+            }
+        }
+        try migrator.migrate(pool)
+    }
+
+    public func ping() async throws {
+        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
+    public func record(_ event: NewEvent) async throws -> Bool {
+        try await pool.write { db in
+            let inserted = try Int64.fetchOne(
+                db,
+                sql: """
+                    INSERT INTO events (dedup_key, kind, raw, record, received_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (dedup_key) DO NOTHING RETURNING id
+                    """,
+                arguments: [event.dedupKey, event.kind, Data(event.raw), event.record, event.receivedAt])
+            if inserted != nil {
+                for fold in event.orderedFolds {
+                    let key = fold.key
+                    let stored = try String.fetchOne(
+                        db,
+                        sql: """
+                            SELECT state FROM subscriptions
+                            WHERE bundle_id = ? AND environment = ? AND original_transaction_id = ?
+                            """,
+                        arguments: [key.bundleId, key.environment, key.originalTransactionId])
+                    let state = try fold.fold(stored.map { Data($0.utf8) })
+                    try db.execute(
+                        sql: """
+                            INSERT INTO subscriptions (bundle_id, environment, original_transaction_id, state, updated_at)
+                            VALUES (?, ?, ?, ?, ?)
+                            ON CONFLICT (bundle_id, environment, original_transaction_id)
+                            DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
+                            """,
+                        arguments: [
+                            key.bundleId, key.environment, key.originalTransactionId, String(decoding: state, as: UTF8.self),
+                            event.receivedAt,
+                        ])
+                }
+            }
+            for link in event.orderedLinks {
+                try db.execute(
+                    sql: """
+                        INSERT INTO customer_subscriptions
+                            (customer_id, bundle_id, environment, original_transaction_id, linked_at)
+                        VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                        """,
+                    arguments: [
+                        link.customerId, link.key.bundleId, link.key.environment, link.key.originalTransactionId,
+                        event.receivedAt,
+                    ])
+            }
+            return inserted != nil
+        }
+    }
+
+    public func subscriptions(customerId: String) async throws -> [StoredSubscription] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT c.bundle_id, c.environment, c.original_transaction_id, s.state
+                    FROM customer_subscriptions c
+                    LEFT JOIN subscriptions s ON s.bundle_id = c.bundle_id AND s.environment = c.environment
+                        AND s.original_transaction_id = c.original_transaction_id
+                    WHERE c.customer_id = ?
+                    ORDER BY c.bundle_id, c.environment, c.original_transaction_id
+                    """,
+                arguments: [customerId]
+            ).map(Self.subscription)
+        }
+    }
+
+    public func subscriptions(originalTransactionId: String) async throws -> [StoredSubscription] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT bundle_id, environment, original_transaction_id, state FROM subscriptions
+                    WHERE original_transaction_id = ?
+                    ORDER BY bundle_id, environment, original_transaction_id
+                    """,
+                arguments: [originalTransactionId]
+            ).map(Self.subscription)
+        }
+    }
+
+    public func eventCount(dedupKeys: [String]?) async throws -> Int {
+        try await pool.read { db in
+            guard let dedupKeys else {
+                return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events") ?? 0
+            }
+            var count = 0
+            for chunk in stride(from: 0, to: dedupKeys.count, by: 500) {
+                let keys = Array(dedupKeys[chunk..<min(chunk + 500, dedupKeys.count)])
+                let placeholders = databaseQuestionMarks(count: keys.count)
+                count += try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM events WHERE dedup_key IN (\(placeholders))",
+                    arguments: StatementArguments(keys)) ?? 0
+            }
+            return count
+        }
+    }
+
+    public func close() async throws {
+        try pool.close()
+    }
+
+    private static func subscription(_ row: Row) -> StoredSubscription {
+        StoredSubscription(
+            key: StoreKey(bundleId: row[0], environment: row[1], originalTransactionId: row[2]),
+            state: (row[3] as String?).map { Data($0.utf8) })
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ReceiptKitServer
+import Testing
+
+/// Checks the server against `Server/openapi.yaml`: every operation in the document exists, and
+/// the server's answers to sample requests have a documented status and, for JSON, the
+/// documented schema's required top-level members.
+@Suite("Server/openapi.yaml")
+struct OpenAPITests {
+    /// One request per documented (operation, status) this test makes the server answer.
+    struct Sample: Sendable {
+        let method: String
+        let path: String
+        let uri: String
+        let body: String?
+        let token: Bool
+    }
+
+    @Test("every documented operation answers with a documented status and the documented members", arguments: Backend.available)
+    func conformance(backend: Backend) async throws {
+        let document = try YAMLSubset.parse(String(contentsOf: Vectors.repositoryRoot.appendingPathComponent("Server/openapi.yaml"), encoding: .utf8))
+        let paths = try #require(document["paths"]?.map)
+        let schemas = try #require(document["components"]?["schemas"]?.map)
+
+        let p = try Payloads()
+        let t0 = ms("2025-06-01T12:00:00Z")
+        let transaction = try p.transaction(id: "6001", original: "6001", purchase: t0, expires: t0 + 30 * day, signed: t0, token: "o")
+        let notification = try p.notification(type: "DID_RENEW", signed: t0, transaction: transaction, renewalInfo: nil)
+        let receipt = try Vectors.text("receipts/receipt-request-body.json")
+        let samples = [
+            Sample(method: "post", path: "/appstore/notifications", uri: "/appstore/notifications", body: Vectors.body(wrapping: notification), token: false),
+            Sample(method: "post", path: "/appstore/notifications", uri: "/appstore/notifications", body: Vectors.body(wrapping: "x.y.z"), token: false),
+            Sample(method: "post", path: "/appstore/notifications", uri: "/appstore/notifications", body: "[", token: false),
+            Sample(method: "post", path: "/v1/transactions", uri: "/v1/transactions", body: #"{"signed_transaction":"\#(transaction)"}"#, token: true),
+            Sample(method: "post", path: "/v1/transactions", uri: "/v1/transactions", body: "{}", token: true),
+            Sample(method: "post", path: "/v1/transactions", uri: "/v1/transactions", body: "{}", token: false),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/entitlements", uri: "/v1/customers/o/entitlements", body: nil, token: true),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/entitlements", uri: "/v1/customers/o/entitlements?as_of=x", body: nil, token: true),
+            Sample(method: "get", path: "/v1/subscriptions/{original_transaction_id}", uri: "/v1/subscriptions/6001?as_of=2025-06-02T00:00:00Z", body: nil, token: true),
+            Sample(method: "get", path: "/v1/subscriptions/{original_transaction_id}", uri: "/v1/subscriptions/404", body: nil, token: true),
+            Sample(method: "post", path: "/verifyReceipt", uri: "/verifyReceipt", body: receipt, token: true),
+            Sample(method: "post", path: "/verifyReceipt", uri: "/verifyReceipt", body: "{}", token: true),
+            Sample(method: "post", path: "/verifyReceipt", uri: "/verifyReceipt", body: "{}", token: false),
+            Sample(method: "get", path: "/healthz", uri: "/healthz", body: nil, token: false),
+            Sample(method: "get", path: "/readyz", uri: "/readyz", body: nil, token: false),
+            Sample(method: "get", path: "/metrics", uri: "/metrics", body: nil, token: false),
+        ]
+        // Every documented operation has a sample.
+        for (path, item) in paths {
+            for method in item.map.map({ Array($0.keys) }) ?? [] {
+                #expect(samples.contains { $0.path == path && $0.method == method }, "no sample for \(method) \(path)")
+            }
+        }
+        try await TestServer.run(backend) { server in
+            for sample in samples {
+                let operation = try #require(paths[sample.path]?[sample.method], "\(sample.method) \(sample.path) is not documented")
+                let response = sample.method == "get"
+                    ? try await server.get(sample.uri, token: sample.token ? testToken : nil)
+                    : try await server.post(sample.uri, sample.body ?? "", token: sample.token ? testToken : nil)
+                let documented = try #require(
+                    operation["responses"]?[String(response.status.code)],
+                    "\(sample.method) \(sample.uri) answered \(response.status.code), which is not documented: \(response.text)")
+                let content = try #require(documented["content"]?.map)
+                let contentType = try #require(response.headers[.contentType])
+                let (mediaType, media) = try #require(
+                    content.first { contentType.hasPrefix($0.key) }, "\(sample.uri): \(contentType) is not documented")
+                guard mediaType == "application/json" else { continue }
+                var schema = media["schema"]
+                if let reference = schema?["$ref"]?.scalar {
+                    schema = schemas[String(reference.split(separator: "/").last ?? "")]
+                }
+                let required = schema?["required"]?.list ?? []
+                let body = try response.json()
+                for member in required {
+                    #expect(body[member] != nil, "\(sample.method) \(sample.uri) → \(response.status.code): no '\(member)' in \(response.text)")
+                }
+            }
+        }
+    }
+}
+
+/// The subset of YAML `openapi.yaml` is written in: nested mappings by indentation, scalars
+/// (quoted or not), flow lists of scalars (`[a, b]`) and `>-` folded text. Block sequences
+/// (`- …`) are skipped with everything under them (this test needs none of them).
+indirect enum YAMLSubset {
+    case scalar(String)
+    case list([String])
+    case map([String: YAMLSubset])
+
+    var map: [String: YAMLSubset]? { if case .map(let map) = self { map } else { nil } }
+    var scalar: String? { if case .scalar(let text) = self { text } else { nil } }
+    var list: [String]? { if case .list(let items) = self { items } else { nil } }
+    subscript(key: String) -> YAMLSubset? { map?[key] }
+
+    static func parse(_ text: String) throws -> YAMLSubset {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            .filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty && !$0.trimmingCharacters(in: .whitespaces).hasPrefix("#") }
+        var index = 0
+        return .map(try block(lines, &index, indent: 0))
+    }
+
+    private static func indentation(_ line: String) -> Int { line.prefix { $0 == " " }.count }
+
+    private static func block(_ lines: [String], _ index: inout Int, indent: Int) throws -> [String: YAMLSubset] {
+        var map: [String: YAMLSubset] = [:]
+        while index < lines.count {
+            let line = lines[index]
+            let lineIndent = indentation(line)
+            if lineIndent < indent { break }
+            let content = line.trimmingCharacters(in: .whitespaces)
+            if content.hasPrefix("- ") || content == "-" {
+                index += 1
+                while index < lines.count, indentation(lines[index]) > lineIndent { index += 1 }
+                continue
+            }
+            guard lineIndent == indent, let colon = content.range(of: ":") else {
+                throw YAMLError(line: line)
+            }
+            let key = unquote(String(content[..<colon.lowerBound]))
+            let rest = content[colon.upperBound...].trimmingCharacters(in: .whitespaces)
+            index += 1
+            if rest.isEmpty {
+                let childIndent = index < lines.count ? indentation(lines[index]) : 0
+                if childIndent > indent, index < lines.count, !lines[index].trimmingCharacters(in: .whitespaces).hasPrefix("-") {
+                    map[key] = .map(try block(lines, &index, indent: childIndent))
+                } else {
+                    while index < lines.count, indentation(lines[index]) > indent { index += 1 }
+                    map[key] = .list([])
+                }
+            } else if rest == ">-" || rest == "|" {
+                var folded: [String] = []
+                while index < lines.count, indentation(lines[index]) > indent {
+                    folded.append(lines[index].trimmingCharacters(in: .whitespaces))
+                    index += 1
+                }
+                map[key] = .scalar(folded.joined(separator: " "))
+            } else if rest.hasPrefix("[") && rest.hasSuffix("]") {
+                map[key] = .list(rest.dropFirst().dropLast().split(separator: ",").map {
+                    unquote($0.trimmingCharacters(in: .whitespaces))
+                })
+            } else {
+                map[key] = .scalar(unquote(rest))
+            }
+        }
+        return map
+    }
+
+    private static func unquote(_ text: String) -> String {
+        if text.count >= 2, let first = text.first, first == "'" || first == "\"", text.last == first {
+            return String(text.dropFirst().dropLast())
+        }
+        return text
+    }
+
+    struct YAMLError: Error, CustomStringConvertible {
+        let line: String
+        var description: String { "openapi.yaml: not in the subset this test reads: \(line)" }
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import ReceiptKitServer
+import Testing
+
+/// The store's own guarantees, on both databases: migrations, replays, and concurrent writers of
+/// one key (the second folds into what the first committed).
+@Suite("EntitlementStore")
+struct StoreTests {
+    /// A fold that appends the event's name to a JSON array of names: a lost update would lose a
+    /// name.
+    func appending(_ name: String, key: StoreKey) -> KeyFold {
+        KeyFold(key: key) { stored in
+            var names = try stored.map { try JSONDecoder().decode([String].self, from: $0) } ?? []
+            names.append(name)
+            return try JSONEncoder().encode(names)
+        }
+    }
+
+    func event(_ name: String, keys: [StoreKey], customer: String? = nil) -> NewEvent {
+        NewEvent(
+            dedupKey: "test:\(name)", kind: "transaction", raw: Array(name.utf8), record: "{}", receivedAt: 1,
+            folds: keys.map { appending(name, key: $0) },
+            links: customer.map { customer in keys.map { CustomerLink(customerId: customer, key: $0) } } ?? [])
+    }
+
+    @Test("concurrent writers of the same keys lose no update; replays change nothing", arguments: Backend.available)
+    func concurrentWriters(backend: Backend) async throws {
+        let a = StoreKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "1")
+        let b = StoreKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "2")
+        try await backend.withDatabase { location, searchPath in
+            try await withStore(location, searchPath: searchPath) { store in
+                try await store.migrate()
+                try await store.migrate()
+                // 40 events, each touching both keys in a different order, and each posted twice at once.
+                let names = (0..<40).map { "e\($0)" }
+                let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+                    for (index, name) in names.enumerated() {
+                        let keys = index.isMultiple(of: 2) ? [a, b] : [b, a]
+                        for _ in 0..<2 {
+                            group.addTask { try await store.record(event(name, keys: keys, customer: "c\(index % 3)")) }
+                        }
+                    }
+                    return try await group.reduce(into: [Bool]()) { $0.append($1) }
+                }
+                #expect(results.filter { $0 }.count == 40)
+                #expect(try await store.eventCount(dedupKeys: nil) == 40)
+                #expect(try await store.eventCount(dedupKeys: ["test:e0", "test:e39", "test:none"]) == 2)
+                for key in [a, b] {
+                    let stored = try #require(try await store.subscriptions(originalTransactionId: key.originalTransactionId).first)
+                    let folded = try JSONDecoder().decode([String].self, from: try #require(stored.state))
+                    #expect(folded.sorted() == names.sorted())
+                }
+                #expect(try await store.subscriptions(customerId: "c0").map(\.key) == [a, b])
+            }
+        }
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import PostgresNIO
+import ReceiptKitServer
+import Testing
+
+/// A database the suite runs on: a new SQLite file, or a new schema in the PostgreSQL database
+/// that `RECEIPTKIT_TEST_POSTGRES_URL` names. Every test gets its own, so tests never see each
+/// other's events.
+enum Backend: String, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    var testDescription: String { rawValue }
+
+    /// The PostgreSQL URL of the test database, if set.
+    static let postgresURL: String? = {
+        guard let url = ProcessInfo.processInfo.environment["RECEIPTKIT_TEST_POSTGRES_URL"], !url.isEmpty else { return nil }
+        return url
+    }()
+
+    /// SQLite always; PostgreSQL when `RECEIPTKIT_TEST_POSTGRES_URL` is set (see
+    /// `PostgresAvailabilityTests`, which says so when it is not).
+    static let available: [Backend] = postgresURL == nil ? [.sqlite] : [.sqlite, .postgres]
+
+    /// Creates a new, empty database, runs `body` with its configuration, then removes it.
+    func withDatabase<T>(
+        _ body: (_ location: DatabaseLocation, _ searchPath: String?) async throws -> T
+    ) async throws -> T {
+        switch self {
+        case .sqlite:
+            let directory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("receiptkit-server-tests-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            return try await body(.sqlite(path: directory.appendingPathComponent("store.sqlite").path), nil)
+        case .postgres:
+            let url = try #require(Self.postgresURL)
+            let location = try DatabaseLocation(url: url)
+            let schema = "receiptkit_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            try await Self.withPostgresClient(location) { client in
+                try await client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)"))  // a generated name
+            }
+            do {
+                let result = try await body(location, schema)
+                try await Self.withPostgresClient(location) { client in
+                    try await client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE"))
+                }
+                return result
+            } catch {
+                try? await Self.withPostgresClient(location) { client in
+                    try await client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE"))
+                }
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` with a running PostgreSQL client of the test database.
+    static func withPostgresClient(
+        _ location: DatabaseLocation, searchPath: String? = nil, _ body: (PostgresClient) async throws -> Void
+    ) async throws {
+        guard case .postgres(let postgres) = location else { return }
+        let store = PostgresStore(location: postgres, searchPath: searchPath, logger: Logger.silent)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.client.run() }
+            try await body(store.client)
+            group.cancelAll()
+        }
+    }
+}
+
+/// A second view of a test's database, for checking what the server stored.
+func withStore(
+    _ location: DatabaseLocation, searchPath: String?, _ body: (any EntitlementStore) async throws -> Void
+) async throws {
+    switch location {
+    case .sqlite(let path):
+        let store = try SQLiteStore(path: path)
+        try await body(store)
+        try await store.close()
+    case .postgres(let postgres):
+        let store = PostgresStore(location: postgres, searchPath: searchPath, logger: Logger.silent)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.client.run() }
+            try await body(store)
+            group.cancelAll()
+        }
+    }
+}
+
+extension Logger {
+    static let silent = Logger(label: "ReceiptKitServerTests", factory: { _ in SwiftLogNoOpLogHandler() })
+}
+
+/// The API token the test servers require.
+let testToken = "test-token-0123456789"
+
+/// A server on a loopback port, on a new database of `backend`, talked to over HTTP by a real
+/// client.
+struct TestServer: Sendable {
+    let client: any TestClientProtocol
+    let location: DatabaseLocation
+    let searchPath: String?
+
+    /// Runs `test` against a server on a new database.
+    static func run(
+        _ backend: Backend, environment: [String: String] = Vectors.environment, token: String? = testToken,
+        now: Date = Date(timeIntervalSince1970: 1_750_000_000), logger: Logger = .silent,
+        _ test: @escaping @Sendable (TestServer) async throws -> Void
+    ) async throws {
+        try await backend.withDatabase { location, searchPath in
+            var configuration = try ServerConfiguration(environment: environment.merging(["PORT": "0"]) { $1 })
+            configuration.database = location
+            configuration.apiToken = token
+            let app = try buildApplication(
+                configuration: configuration, logger: logger, postgresSearchPath: searchPath, clock: { now })
+            try await app.test(.live) { client in
+                try await test(TestServer(client: client, location: location, searchPath: searchPath))
+            }
+        }
+    }
+
+    /// Checks the stored events with another connection to the same database.
+    func withStore(_ body: (any EntitlementStore) async throws -> Void) async throws {
+        try await ReceiptKitServerTests.withStore(location, searchPath: searchPath, body)
+    }
+
+    func post(_ path: String, _ body: String, contentType: String? = "application/json", token: String? = testToken)
+        async throws -> TestResponse
+    {
+        var headers = HTTPFields()
+        if let contentType { headers[.contentType] = contentType }
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        return try await client.execute(uri: path, method: .post, headers: headers, body: ByteBuffer(string: body))
+    }
+
+    func get(_ path: String, token: String? = testToken) async throws -> TestResponse {
+        var headers = HTTPFields()
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        return try await client.execute(uri: path, method: .get, headers: headers, body: nil)
+    }
+
+    /// Posts a notification body to the webhook.
+    func notify(_ jws: String) async throws -> TestResponse {
+        try await post("/appstore/notifications", Vectors.body(wrapping: jws), token: nil)
+    }
+}
+
+extension TestResponse {
+    /// The body, parsed as a JSON object.
+    func json() throws -> [String: Any] {
+        let parsed = try JSONSerialization.jsonObject(with: Data(String(buffer: body).utf8))
+        return try #require(parsed as? [String: Any], "not a JSON object: \(String(buffer: body))")
+    }
+
+    /// The error code of an `{"error": {"code", "message"}}` body, or `nil` when it is not one.
+    func errorCode() throws -> String? {
+        guard let error = try json()["error"] as? [String: Any], error["message"] is String else { return nil }
+        return error["code"] as? String
+    }
+
+    /// Expects an HTTP status and an error body with this code.
+    func expectError(_ status: HTTPResponse.Status, _ code: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(self.status == status, "\(String(buffer: body))", sourceLocation: sourceLocation)
+        #expect(try errorCode() == code, sourceLocation: sourceLocation)
+    }
+
+    var text: String { String(buffer: body) }
+}

@@ -1,0 +1,87 @@
+import Foundation
+
+/// Builds the App Store payloads of a test story and signs them under the test PKI: a
+/// transaction, a renewal info, and a notification carrying them, with the test app's claims.
+struct Payloads: Sendable {
+    let signer: TestSigner
+    static let bundleId = "com.receiptkit.example"
+    static let productId = "com.receiptkit.example.premium.monthly"
+
+    init() throws {
+        signer = try .standard()
+    }
+
+    /// A signed auto-renewable subscription transaction.
+    func transaction(
+        id: String, original: String, purchase: Int64, expires: Int64, signed: Int64, token: String? = nil,
+        freeTrial: Bool = false, revocation: Int64? = nil, revocationReason: Int? = nil
+    ) throws -> String {
+        var members: [String: Any] = [
+            "transactionId": id, "originalTransactionId": original, "bundleId": Self.bundleId,
+            "productId": Self.productId, "subscriptionGroupIdentifier": "21581234", "purchaseDate": purchase,
+            "originalPurchaseDate": purchase, "expiresDate": expires, "quantity": 1,
+            "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED", "signedDate": signed,
+            "environment": "Sandbox", "transactionReason": "PURCHASE", "storefront": "USA", "storefrontId": "143441",
+            "price": freeTrial ? 0 : 9990, "currency": "USD",
+        ]
+        if let token { members["appAccountToken"] = token }
+        if freeTrial {
+            members["offerType"] = 1
+            members["offerDiscountType"] = "FREE_TRIAL"
+            members["offerPeriod"] = "P1W"
+        }
+        if let revocation {
+            members["revocationDate"] = revocation
+            members["revocationReason"] = revocationReason ?? 0
+        }
+        return try signer.sign(Self.json(members))
+    }
+
+    /// A signed renewal info.
+    func renewalInfo(
+        original: String, signed: Int64, autoRenew: Bool = true, billingRetry: Bool? = nil, gracePeriodExpires: Int64? = nil,
+        renewalDate: Int64? = nil, expirationIntent: Int? = nil
+    ) throws -> String {
+        var members: [String: Any] = [
+            "originalTransactionId": original, "autoRenewProductId": Self.productId, "productId": Self.productId,
+            "autoRenewStatus": autoRenew ? 1 : 0, "signedDate": signed, "environment": "Sandbox",
+        ]
+        if let billingRetry { members["isInBillingRetryPeriod"] = billingRetry }
+        if let gracePeriodExpires { members["gracePeriodExpiresDate"] = gracePeriodExpires }
+        if let renewalDate { members["renewalDate"] = renewalDate }
+        if let expirationIntent { members["expirationIntent"] = expirationIntent }
+        return try signer.sign(Self.json(members))
+    }
+
+    /// A signed notification with its data.
+    func notification(
+        type: String, subtype: String? = nil, uuid: String = UUID().uuidString.lowercased(), signed: Int64,
+        transaction: String?, renewalInfo: String?, status: Int? = nil
+    ) throws -> String {
+        var data: [String: Any] = [
+            "appAppleId": 1_234_567_890, "bundleId": Self.bundleId, "bundleVersion": "42", "environment": "Sandbox",
+        ]
+        if let transaction { data["signedTransactionInfo"] = transaction }
+        if let renewalInfo { data["signedRenewalInfo"] = renewalInfo }
+        if let status { data["status"] = status }
+        var members: [String: Any] = [
+            "notificationType": type, "notificationUUID": uuid, "data": data, "version": "2.0", "signedDate": signed,
+        ]
+        if let subtype { members["subtype"] = subtype }
+        return try signer.sign(Self.json(members))
+    }
+
+    private static func json(_ object: [String: Any]) throws -> String {
+        String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+}
+
+/// Milliseconds since 1970 of a UTC date and time.
+func ms(_ text: String) -> Int64 {
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime]
+    guard let date = formatter.date(from: text) else { preconditionFailure("bad test date \(text)") }
+    return Int64(date.timeIntervalSince1970 * 1000)
+}
+
+let day: Int64 = 86_400_000

@@ -1,0 +1,103 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ReceiptKitServer
+import Testing
+
+@Suite("POST /v1/transactions, GET /v1/customers/{id}/entitlements, GET /v1/subscriptions/{id}")
+struct TransactionRouteTests {
+    let payloads: Payloads
+    let t0 = ms("2025-06-01T12:00:00Z")
+
+    init() throws {
+        payloads = try Payloads()
+    }
+
+    func body(_ members: [String: Any]) throws -> String {
+        String(decoding: try JSONSerialization.data(withJSONObject: members), as: UTF8.self)
+    }
+
+    @Test("a transaction links to the customer_id given, or to its appAccountToken", arguments: Backend.available)
+    func links(backend: Backend) async throws {
+        let withToken = try payloads.transaction(
+            id: "8001", original: "8001", purchase: t0, expires: t0 + 30 * day, signed: t0, token: "token-b")
+        let withoutToken = try payloads.transaction(id: "8101", original: "8101", purchase: t0, expires: t0 + 30 * day, signed: t0)
+        try await TestServer.run(backend, now: Date(timeIntervalSince1970: Double(t0 + day) / 1000)) { server in
+            let first = try await server.post("/v1/transactions", try body(["signed_transaction": withToken, "customer_id": "cust-1"]))
+            #expect(first.status == .ok, "\(first.text)")
+            let answer = try first.json()
+            #expect(answer["customer_id"] as? String == "cust-1")
+            #expect(answer["entitled"] as? Bool == true)
+            #expect(answer["duplicate"] as? Bool == false)
+            #expect((answer["record"] as? [String: Any])?["kind"] as? String == "transaction")
+            let states = try #require(answer["subscriptions"] as? [[String: Any]])
+            #expect(states.map { $0["original_transaction_id"] as? String } == ["8001"])
+            #expect(states.first?["status"] as? String == "active")
+
+            // Again: a replay, and the token's customer is linked too.
+            let again = try await server.post("/v1/transactions", try body(["signed_transaction": withToken]))
+            #expect(again.status == .ok)
+            #expect(try again.json()["customer_id"] as? String == "token-b")
+            #expect(try again.json()["duplicate"] as? Bool == true)
+            let byToken = try await server.get("/v1/customers/token-b/entitlements").json()
+            #expect(byToken["entitled"] as? Bool == true)
+
+            // No customer_id and no appAccountToken: nothing to link it to.
+            try await server.post("/v1/transactions", try body(["signed_transaction": withoutToken]))
+                .expectError(.badRequest, "invalid_request")
+            let linked = try await server.post("/v1/transactions", try body(["signed_transaction": withoutToken, "customer_id": "cust-1"]))
+            #expect(linked.status == .ok)
+            #expect(try (linked.json()["subscriptions"] as? [Any])?.count == 2)
+
+            let subscription = try await server.get("/v1/subscriptions/8101")
+            #expect(subscription.status == .ok)
+            #expect(try subscription.json()["original_transaction_id"] as? String == "8101")
+            try await server.get("/v1/subscriptions/9999").expectError(.notFound, "not_found")
+            try await server.get("/v1/customers/cust-1/entitlements?as_of=yesterday").expectError(.badRequest, "invalid_request")
+            let unknown = try await server.get("/v1/customers/nobody/entitlements").json()
+            #expect(unknown["entitled"] as? Bool == false)
+        }
+    }
+
+    @Test("a legacy receipt's purchases are stored and linked", arguments: Backend.available)
+    func receipt(backend: Backend) async throws {
+        let request = try JSONSerialization.jsonObject(with: Data(try Vectors.bytes("receipts/receipt-request-body.json")))
+        let base64 = try #require((request as? [String: Any])?["receipt-data"] as? String)
+        try await TestServer.run(backend) { server in
+            let answer = try await server.post("/v1/transactions", try body(["receipt_data": base64, "customer_id": "legacy-1"]))
+            #expect(answer.status == .ok, "\(answer.text)")
+            let json = try answer.json()
+            #expect((json["record"] as? [String: Any])?["kind"] as? String == "receipt")
+            let states = try #require(json["subscriptions"] as? [[String: Any]])
+            #expect(!states.isEmpty)
+        }
+    }
+
+    @Test("bad bodies get a specific 400, and nothing is stored", arguments: Backend.available)
+    func badBodies(backend: Backend) async throws {
+        let jws = try payloads.transaction(id: "8201", original: "8201", purchase: t0, expires: t0 + 30 * day, signed: t0, token: "t")
+        var bytes = Array(jws.utf8)
+        bytes[bytes.count - 5] = bytes[bytes.count - 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let tampered = bytes
+        try await TestServer.run(backend) { server in
+            try await server.post("/v1/transactions", "not json").expectError(.badRequest, "invalid_request")
+            try await server.post("/v1/transactions", "{}").expectError(.badRequest, "invalid_request")
+            try await server.post("/v1/transactions", try body(["signed_transaction": 5])).expectError(.badRequest, "invalid_request")
+            try await server.post("/v1/transactions", try body(["signed_transaction": jws, "receipt_data": "AAAA"]))
+                .expectError(.badRequest, "invalid_request")
+            try await server.post("/v1/transactions", try body(["signed_transaction": jws, "customer_id": ""]))
+                .expectError(.badRequest, "invalid_request")
+            try await server.post("/v1/transactions", try body(["signed_transaction": String(decoding: tampered, as: UTF8.self)]))
+                .expectError(.badRequest, "invalid_signature")
+            try await server.post("/v1/transactions", try body(["signed_transaction": "a.b"]))
+                .expectError(.badRequest, "malformed_jws")
+            try await server.post("/v1/transactions", try body(["receipt_data": "bm90IGEgcmVjZWlwdA=="]))
+                .expectError(.badRequest, "malformed_receipt")
+            let oversized = try body(["receipt_data": String(repeating: "A", count: 1_500_000)])
+            try await server.post("/v1/transactions", oversized).expectError(.contentTooLarge, "input_too_large")
+            try await server.withStore { store async throws in
+                #expect(try await store.eventCount(dedupKeys: nil) == 0)
+            }
+        }
+    }
+}

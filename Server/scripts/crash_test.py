@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Crash test of receiptkit-server: an acknowledged notification is never lost.
+
+A client posts COUNT distinct genuine notifications (4 connections) to a server on loopback
+(SQLite in a temporary directory); once a third of them got 200, the server is killed with
+SIGKILL — only the process this script started — and started again, and the client goes on
+(answers lost to the crash are retried). Then:
+  1. every notification that got 200 is in the store (events.dedup_key);
+  2. re-posting all of them gets 200 for each and leaves exactly one event per notification.
+Finally the server is stopped with SIGTERM and must exit 0 (graceful shutdown).
+
+Bounded: every request has a 10 s timeout, the whole run a deadline (--deadline, 600 s), and the
+server is killed in any case on the way out.
+
+    crash_test.py BINARY [--count 3000] [--deadline 600]
+"""
+import argparse
+import concurrent.futures
+import http.client
+import os
+import pathlib
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import make_notifications  # noqa: E402
+
+ROOT = make_notifications.ROOT
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    def __init__(self, binary: str, database: str, port: int, log: pathlib.Path):
+        self.binary, self.database, self.port, self.log = binary, database, port, log
+        self.process = None
+
+    def start(self, deadline: float):
+        env = dict(os.environ)
+        env.update({
+            "RECEIPTKIT_BUNDLE_ID": "com.receiptkit.example", "RECEIPTKIT_APP_APPLE_ID": "1234567890",
+            "RECEIPTKIT_ENVIRONMENT": "Sandbox", "RECEIPTKIT_ROOT_FILE": str(ROOT / "TestVectors/pki/root.der"),
+            "RECEIPTKIT_DATABASE_URL": self.database, "HOST": "127.0.0.1", "PORT": str(self.port),
+        })
+        env.pop("RECEIPTKIT_API_TOKEN", None)
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen([self.binary], env=env, stdout=log, stderr=log)
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"crash-test: the server exited with {self.process.returncode}; see {self.log}")
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                connection.request("GET", "/readyz")
+                if connection.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise SystemExit("crash-test: the server did not become ready in time")
+
+    def kill(self):
+        """SIGKILL to the process this script started, and only to it."""
+        if self.process and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def terminate(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=30)
+
+
+def post(port: int, body: str) -> int | None:
+    """The status, or None when no answer came (the server was down or died mid-request)."""
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request("POST", "/appstore/notifications", body=body, headers={"Content-Type": "application/json"})
+        status = connection.getresponse().status
+        connection.close()
+        return status
+    except (OSError, http.client.HTTPException):
+        return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("binary")
+    parser.add_argument("--count", type=int, default=3000)
+    parser.add_argument("--deadline", type=float, default=600)
+    args = parser.parse_args()
+    deadline = time.monotonic() + args.deadline
+
+    print(f"crash-test: signing {args.count} notifications under the test PKI …", flush=True)
+    notifications = make_notifications.generate(args.count)
+    with tempfile.TemporaryDirectory(prefix="receiptkit-crash-") as directory:
+        database_path = os.path.join(directory, "store.sqlite")
+        server = Server(args.binary, "sqlite:" + database_path, free_port(), pathlib.Path(directory) / "server.log")
+        try:
+            server.start(deadline)
+            acknowledged: set[str] = set()
+            lock = threading.Lock()
+            killed = threading.Event()
+            restarted = threading.Event()
+            kill_after = args.count // 3
+
+            def send(item):
+                body, notification_uuid = item
+                while time.monotonic() < deadline:
+                    status = post(server.port, body)
+                    if status == 200:
+                        with lock:
+                            acknowledged.add(notification_uuid)
+                            if len(acknowledged) >= kill_after and not killed.is_set():
+                                killed.set()
+                                server.kill()
+                                print(f"crash-test: SIGKILL after {len(acknowledged)} acknowledged", flush=True)
+                                server.start(deadline)
+                                restarted.set()
+                        return
+                    if status is not None and status != 503:
+                        raise SystemExit(f"crash-test: a genuine notification got {status}")
+                    time.sleep(0.05)  # no answer or 503: retry, as Apple does
+                raise SystemExit("crash-test: deadline passed")
+
+            with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+                list(pool.map(send, notifications))
+            if not restarted.is_set():
+                raise SystemExit("crash-test: the server was never killed")
+            print(f"crash-test: {len(acknowledged)} notifications acknowledged across the crash", flush=True)
+
+            with sqlite3.connect(database_path) as db:
+                stored = {row[0] for row in db.execute("SELECT dedup_key FROM events")}
+            missing = [uuid for uuid in acknowledged if f"notification:{uuid}" not in stored]
+            if missing:
+                raise SystemExit(f"crash-test: FAILED: {len(missing)} acknowledged notifications are not stored, e.g. {missing[:3]}")
+            print(f"crash-test: every acknowledged notification is stored ({len(stored)} events)", flush=True)
+
+            with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+                statuses = list(pool.map(lambda item: post(server.port, item[0]), notifications))
+            if any(status != 200 for status in statuses):
+                raise SystemExit(f"crash-test: FAILED: re-posting got {sorted(set(map(str, statuses)))}")
+            with sqlite3.connect(database_path) as db:
+                total, distinct = db.execute("SELECT COUNT(*), COUNT(DISTINCT dedup_key) FROM events").fetchone()
+            if total != args.count or distinct != args.count:
+                raise SystemExit(f"crash-test: FAILED: after re-posting all, {total} events ({distinct} distinct) for {args.count} notifications")
+            print(f"crash-test: re-posted all {args.count}: exactly one event each", flush=True)
+
+            code = server.terminate()
+            if code != 0:
+                raise SystemExit(f"crash-test: FAILED: SIGTERM exit status {code}")
+            print("crash-test: SIGTERM: graceful exit 0", flush=True)
+            print("crash-test: PASSED", flush=True)
+        finally:
+            server.kill()
+
+
+if __name__ == "__main__":
+    main()
