@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptKit
 import ReceiptKitServer
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 struct StoreTests {
     /// A fold that appends the event's name to a JSON array of names: a lost update would lose a
     /// name.
-    func appending(_ name: String, key: StoreKey) -> KeyFold {
+    func appending(_ name: String, key: SubscriptionKey) -> KeyFold {
         KeyFold(key: key) { stored in
             var names = try stored.map { try JSONDecoder().decode([String].self, from: $0) } ?? []
             names.append(name)
@@ -16,7 +17,7 @@ struct StoreTests {
         }
     }
 
-    func event(_ name: String, keys: [StoreKey], customer: String? = nil) -> NewEvent {
+    func event(_ name: String, keys: [SubscriptionKey], customer: String? = nil) -> NewEvent {
         NewEvent(
             dedupKey: "test:\(name)", kind: "transaction", raw: Array(name.utf8), record: "{}", receivedAt: 1,
             folds: keys.map { appending(name, key: $0) },
@@ -25,8 +26,8 @@ struct StoreTests {
 
     @Test("concurrent writers of the same keys lose no update; replays change nothing", arguments: Backend.available)
     func concurrentWriters(backend: Backend) async throws {
-        let a = StoreKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "1")
-        let b = StoreKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "2")
+        let a = SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "1")
+        let b = SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "2")
         try await backend.withDatabase { location, searchPath in
             try await withStore(location, searchPath: searchPath) { store in
                 try await store.migrate()

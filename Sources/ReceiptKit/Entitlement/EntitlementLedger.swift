@@ -116,12 +116,27 @@ public struct EntitlementLedger: Sendable, Hashable {
         }
     }
 
+    /// The keys a verified record's purchases are folded under, sorted; with `renewalInfoBundleId`,
+    /// also the key its renewal info joins (renewal infos carry no bundle id: a service that
+    /// verifies one app's data knows it).
+    ///
+    /// - Parameters:
+    ///   - record: A verified record.
+    ///   - renewalInfoBundleId: The bundle id to key the record's renewal info under, if any.
+    /// - Returns: The keys whose state the record can change.
+    public static func keys(of record: VerificationRecord, renewalInfoBundleId: String? = nil) -> [SubscriptionKey] {
+        var keys = Set(record.transactions.compactMap(SubscriptionKey.init))
+        if let bundleId = renewalInfoBundleId, let info = record.renewalInfo, let id = info.originalTransactionId {
+            keys.insert(SubscriptionKey(bundleId: bundleId, environment: info.rawEnvironment ?? "", originalTransactionId: id))
+        }
+        return keys.sorted()
+    }
+
     private mutating func add(_ transaction: NormalizedTransaction, knownFrom: Timestamp, revokedAt: Timestamp?) {
-        // A purchase without a transaction id cannot be told from another; Apple always writes one.
-        guard let id = transaction.transactionId else { return }
+        guard let id = transaction.transactionId, let parsed = SubscriptionKey(transaction) else { return }
         let key = SubscriptionKey(
-            bundleId: pool.string(transaction.bundleId ?? ""), environment: pool.string(transaction.environment ?? ""),
-            originalTransactionId: pool.string(transaction.originalTransactionId ?? id))
+            bundleId: pool.string(parsed.bundleId), environment: pool.string(parsed.environment),
+            originalTransactionId: pool.string(parsed.originalTransactionId))
         let traits = pool.traits(TransactionTraits(
             productId: transaction.productId, productType: transaction.productType,
             subscriptionGroupId: transaction.subscriptionGroupId, revocationReason: transaction.revocationReason,

@@ -26,6 +26,17 @@ public struct SubscriptionKey: Sendable, Hashable, Comparable, Codable, CustomSt
         self.originalTransactionId = originalTransactionId
     }
 
+    /// The key a purchase is folded under, or `nil` without a transaction id (it cannot be told
+    /// from another; Apple always writes one). A missing original transaction id stands for the
+    /// transaction's own; a missing bundle id or environment is empty.
+    ///
+    /// - Parameter transaction: A verified record's normalized transaction.
+    public init?(_ transaction: NormalizedTransaction) {
+        guard let id = transaction.transactionId else { return nil }
+        self.init(bundleId: transaction.bundleId ?? "", environment: transaction.environment ?? "",
+                  originalTransactionId: transaction.originalTransactionId ?? id)
+    }
+
     /// Byte order of the UTF-8 of bundle id, then environment, then original transaction id: the
     /// order `verify-receipt --state` writes keys in, the same in every language.
     public static func < (lhs: SubscriptionKey, rhs: SubscriptionKey) -> Bool {

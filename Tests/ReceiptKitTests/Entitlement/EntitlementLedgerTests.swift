@@ -69,6 +69,23 @@ struct EntitlementLedgerTests {
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(EntitlementLedger.self, from: future) }
     }
 
+    @Test("keys(of:) names the keys a record folds into: the ledger's own, and the renewal info's on request")
+    func keysOfRecord() throws {
+        let notification = try history.record(try history.notificationJWS(
+            type: "DID_RENEW", signed: 1,
+            transaction: try history.transactionJWS(id: "1002", original: "1001", purchased: 1, expires: 31, signed: 1),
+            renewalInfo: try history.renewalInfoJWS(original: "1001", signed: 1)))
+        let key = SubscriptionKey(bundleId: PurchaseHistory.bundleId, environment: "Sandbox", originalTransactionId: "1001")
+        #expect(EntitlementLedger.keys(of: notification) == [key])
+        #expect(EntitlementLedger.keys(of: notification, renewalInfoBundleId: PurchaseHistory.bundleId) == [key])
+        var ledger = EntitlementLedger()
+        ledger.add(notification)
+        #expect(ledger.keys == EntitlementLedger.keys(of: notification))
+        let renewalOnly = try history.record(try history.renewalInfoJWS(original: "7", signed: 1))
+        #expect(EntitlementLedger.keys(of: renewalOnly).isEmpty)
+        #expect(EntitlementLedger.keys(of: renewalOnly, renewalInfoBundleId: "b").map(\.originalTransactionId) == ["7"])
+    }
+
     @Test("a verified legacy receipt's in-app purchases count from its creation date; cancellation revokes")
     func legacyReceipt() throws {
         let verifier = AppStoreVerifier(

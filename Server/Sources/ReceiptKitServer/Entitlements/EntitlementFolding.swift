@@ -7,7 +7,7 @@ import ReceiptKit
 /// entitlement rule lives in the ledger; none here.
 enum EntitlementFolding {
     /// The fold of one verified record into one key's ledger.
-    static func fold(_ record: VerificationRecord, into key: StoreKey) -> KeyFold {
+    static func fold(_ record: VerificationRecord, into key: SubscriptionKey) -> KeyFold {
         KeyFold(key: key) { stored in
             var ledger = try stored.map { try JSONDecoder().decode(EntitlementLedger.self, from: $0) } ?? EntitlementLedger()
             ledger.add(record)
@@ -28,9 +28,6 @@ enum EntitlementFolding {
     /// The key's state at an instant, or `nil` when no transaction of it was known then.
     static func state(of stored: StoredSubscription, at instant: Timestamp) throws -> SubscriptionState? {
         guard let ledger = try ledger(of: stored) else { return nil }
-        let key = SubscriptionKey(
-            bundleId: stored.key.bundleId, environment: stored.key.environment,
-            originalTransactionId: stored.key.originalTransactionId)
-        return ledger.state(for: key, at: instant)
+        return ledger.state(for: stored.key, at: instant)
     }
 }

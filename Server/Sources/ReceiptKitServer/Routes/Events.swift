@@ -23,7 +23,7 @@ enum Events {
             if let customerId { links.append(CustomerLink(customerId: customerId, key: key)) }
         }
         for transaction in record.transactions {
-            if let token = transaction.appAccountToken, !token.isEmpty, let key = key(of: transaction, record: record, bundleId: bundleId) {
+            if let token = transaction.appAccountToken, !token.isEmpty, let key = SubscriptionKey(transaction) {
                 links.append(CustomerLink(customerId: token, key: key))
             }
         }
@@ -70,26 +70,9 @@ enum Events {
     }
 
     /// The keys a record touches, sorted: one per original transaction id among its
-    /// transactions and its renewal info.
-    static func keys(of record: VerificationRecord, bundleId: String) -> [StoreKey] {
-        var keys = Set<StoreKey>()
-        for transaction in record.transactions {
-            if let key = key(of: transaction, record: record, bundleId: bundleId) { keys.insert(key) }
-        }
-        if let info = record.renewalInfo, let id = info.originalTransactionId, !id.isEmpty {
-            // Renewal infos carry no bundle id: the ledger joins them to transactions by
-            // environment and original transaction id, and every input carries the configured one.
-            keys.insert(StoreKey(bundleId: bundleId, environment: info.rawEnvironment ?? "", originalTransactionId: id))
-        }
-        return keys.sorted()
-    }
-
-    /// A transaction's key, as ``EntitlementLedger`` keys it (a transaction without an id is not
-    /// folded, so it has none).
-    private static func key(of transaction: NormalizedTransaction, record: VerificationRecord, bundleId: String) -> StoreKey? {
-        guard let id = transaction.transactionId else { return nil }
-        return StoreKey(
-            bundleId: transaction.bundleId ?? "", environment: transaction.environment ?? "",
-            originalTransactionId: transaction.originalTransactionId ?? id)
+    /// transactions and its renewal info, keyed as ``EntitlementLedger`` keys them (a renewal
+    /// info under the configured bundle id, which every input carries).
+    static func keys(of record: VerificationRecord, bundleId: String) -> [SubscriptionKey] {
+        EntitlementLedger.keys(of: record, renewalInfoBundleId: bundleId)
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+public import ReceiptKit
 
 /// Where verified inputs, the state derived from them and the links between customers and
 /// subscriptions are kept: SQLite (``SQLiteStore``) or PostgreSQL (``PostgresStore``), with the
@@ -26,28 +27,6 @@ public protocol EntitlementStore: Sendable {
     func eventCount(dedupKeys: [String]?) async throws -> Int
     /// Closes the database (SQLite) or does nothing (PostgreSQL, whose client is a service).
     func close() async throws
-}
-
-/// A subscription key as the store keeps it: a row of `subscriptions`.
-public struct StoreKey: Sendable, Hashable, Comparable {
-    /// The app's bundle id.
-    public var bundleId: String
-    /// `Production`, `Sandbox`, …
-    public var environment: String
-    /// The subscription's (or one-time purchase's) original transaction id.
-    public var originalTransactionId: String
-
-    /// Creates a key.
-    public init(bundleId: String, environment: String, originalTransactionId: String) {
-        self.bundleId = bundleId
-        self.environment = environment
-        self.originalTransactionId = originalTransactionId
-    }
-
-    public static func < (lhs: StoreKey, rhs: StoreKey) -> Bool {
-        (lhs.bundleId, lhs.environment, lhs.originalTransactionId)
-            < (rhs.bundleId, rhs.environment, rhs.originalTransactionId)
-    }
 }
 
 /// A verified input to store, with what it changes.
@@ -87,12 +66,12 @@ public struct NewEvent: Sendable {
 /// transaction, with the key's row locked, on the state stored so far (`nil` for a new key).
 public struct KeyFold: Sendable {
     /// The key.
-    public var key: StoreKey
+    public var key: SubscriptionKey
     /// The new state from the stored one.
     public var fold: @Sendable (Data?) throws -> Data
 
     /// Creates a fold.
-    public init(key: StoreKey, fold: @escaping @Sendable (Data?) throws -> Data) {
+    public init(key: SubscriptionKey, fold: @escaping @Sendable (Data?) throws -> Data) {
         self.key = key
         self.fold = fold
     }
@@ -103,10 +82,10 @@ public struct CustomerLink: Sendable, Hashable {
     /// The backend's customer id (or the purchase's `appAccountToken`).
     public var customerId: String
     /// The subscription.
-    public var key: StoreKey
+    public var key: SubscriptionKey
 
     /// Creates a link.
-    public init(customerId: String, key: StoreKey) {
+    public init(customerId: String, key: SubscriptionKey) {
         self.customerId = customerId
         self.key = key
     }
@@ -115,7 +94,7 @@ public struct CustomerLink: Sendable, Hashable {
 /// A key's stored state.
 public struct StoredSubscription: Sendable, Hashable {
     /// The key.
-    public var key: StoreKey
+    public var key: SubscriptionKey
     /// The state as its fold last wrote it (`nil`: a key linked to a customer, no event folded).
     public var state: Data?
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptKit
 import Logging
 public import PostgresNIO
 
@@ -175,7 +176,7 @@ public final class PostgresStore: EntitlementStore {
         {
             subscriptions.append(
                 StoredSubscription(
-                    key: StoreKey(bundleId: bundleId, environment: environment, originalTransactionId: originalTransactionId),
+                    key: SubscriptionKey(bundleId: bundleId, environment: environment, originalTransactionId: originalTransactionId),
                     state: state.map { Data($0.utf8) }))
         }
         return subscriptions

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptKit
 import GRDB
 
 /// The store in a SQLite file through GRDB: a `DatabasePool` in WAL mode (readers never wait for
@@ -142,7 +143,7 @@ public final class SQLiteStore: EntitlementStore {
 
     private static func subscription(_ row: Row) -> StoredSubscription {
         StoredSubscription(
-            key: StoreKey(bundleId: row[0], environment: row[1], originalTransactionId: row[2]),
+            key: SubscriptionKey(bundleId: row[0], environment: row[1], originalTransactionId: row[2]),
             state: (row[3] as String?).map { Data($0.utf8) })
     }
 }
