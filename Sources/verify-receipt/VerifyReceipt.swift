@@ -86,6 +86,9 @@ struct VerifyReceipt: ParsableCommand {
     @Option(name: .customLong("as-of"), help: ArgumentHelp("With --state: the instant the state is evaluated at, 'now' (default) or an ISO 8601 instant such as 2025-01-01T00:00:00Z.", valueName: "time"))
     var asOf: String?
 
+    /// Reads, verifies, writes and counts every input. It is the one place that wires the
+    /// command's parts (renderer, pipeline or single job, ledger, progress) together, which is why
+    /// it is longer than the parts it calls.
     func run() throws {
         guard jobs >= 1, jobs <= 1024 else { throw ValidationError("--jobs must be between 1 and 1024") }
         let verifier = try makeVerifier()

@@ -95,7 +95,8 @@ package enum Base64 {
     }
 
     /// Decodes the first `count` characters of `source` (padding already removed) into a new
-    /// array written in place: this loop runs over every byte of every input.
+    /// array written in place: this loop runs over every byte of every input, so the groups, the
+    /// tail and the canonical-bits check stay in one function the optimizer sees whole.
     private static func decodeGroups(
         _ source: UnsafeBufferPointer<UInt8>, count: Int, table: UnsafeBufferPointer<UInt8>
     ) -> [UInt8]? {

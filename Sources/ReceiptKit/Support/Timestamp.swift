@@ -119,6 +119,9 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     }
 
     /// Parses RFC 3339 text given as UTF-8 bytes (see ``init(rfc3339:)``).
+    ///
+    /// One function on purpose: it reads the grammar left to right, field by field, with every
+    /// range check beside the field it guards, on the hot path of every receipt date.
     init?<Bytes: RandomAccessCollection<UInt8>>(rfc3339Bytes bytes: Bytes) where Bytes.Index == Int {
         var index = bytes.startIndex
         func number(_ width: Int) -> Int64? {
