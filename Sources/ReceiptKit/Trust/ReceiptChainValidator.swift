@@ -52,8 +52,8 @@ struct ReceiptChainValidator: Sendable {
     }
 
     /// Validates a receipt's chain from scratch. One function on purpose: it runs the checks in
-    /// the order the README gives them (signer, count, roles, markers, anchor, path), each with
-    /// its own error, so the order is read in one place.
+    /// the order `docs/security.md` gives them (decoding, count, roles, key, path, markers), each
+    /// with its own error, so the order is read in one place.
     private func validateUncached(
         _ certificates: [[UInt8]], signerIndex: Int, at time: Timestamp
     ) throws -> (ValidatedChain, [Certificate]) {
