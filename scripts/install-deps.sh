@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what ReceiptKit builds against, if it is missing: OpenSSL 3 (libcrypto) and jansson
-# headers, pkg-config, and the openssl tool (used by the test-vector scripts). Debian/Ubuntu.
+# headers, pkg-config, the openssl tool (used by the test-vector scripts), and SQLite's headers
+# (receiptkit-server's default store, through GRDB). Debian/Ubuntu.
 set -euo pipefail
 
-if pkg-config --exists libcrypto jansson 2>/dev/null && command -v openssl >/dev/null; then
+if pkg-config --exists libcrypto jansson sqlite3 2>/dev/null && command -v openssl >/dev/null; then
     exit 0
 fi
-packages=(libssl-dev libjansson-dev pkg-config openssl)
+packages=(libssl-dev libjansson-dev libsqlite3-dev pkg-config openssl)
 if [ "$(id -u)" -ne 0 ]; then
     command -v sudo >/dev/null || { echo "install as root: apt-get install ${packages[*]}" >&2; exit 1; }
     sudo=sudo
