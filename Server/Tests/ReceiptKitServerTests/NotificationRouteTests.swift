@@ -3,6 +3,7 @@ import GRDB
 import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
+import ReceiptKit
 import ReceiptKitServer
 import Testing
 
