@@ -107,12 +107,10 @@ public struct EntitlementLedger: Sendable, Hashable {
     /// - Parameter other: Another ledger.
     public mutating func merge(_ other: EntitlementLedger) {
         for (key, copies) in other.transactions {
-            let key = SubscriptionKey(bundleId: pool.string(key.bundleId), environment: pool.string(key.environment),
-                                      originalTransactionId: key.originalTransactionId)
-            for copy in copies { insert(copy.sharing(pool.traits(copy.traits)), under: key) }
+            for copy in copies { insert(copy, under: key) }
         }
         for (key, copies) in other.renewalInfos {
-            for copy in copies { insert(copy.sharing(pool.traits(copy.traits)), under: key) }
+            for copy in copies { insert(copy, under: key) }
         }
     }
 
@@ -133,14 +131,11 @@ public struct EntitlementLedger: Sendable, Hashable {
     }
 
     private mutating func add(_ transaction: NormalizedTransaction, knownFrom: Timestamp, revokedAt: Timestamp?) {
-        guard let id = transaction.transactionId, let parsed = SubscriptionKey(transaction) else { return }
-        let key = SubscriptionKey(
-            bundleId: pool.string(parsed.bundleId), environment: pool.string(parsed.environment),
-            originalTransactionId: pool.string(parsed.originalTransactionId))
-        let traits = pool.traits(TransactionTraits(
+        guard let id = transaction.transactionId, let key = SubscriptionKey(transaction) else { return }
+        let traits = TransactionTraits(
             productId: transaction.productId, productType: transaction.productType,
             subscriptionGroupId: transaction.subscriptionGroupId, revocationReason: transaction.revocationReason,
-            ownershipType: transaction.ownershipType, offer: transaction.offer, appAccountToken: transaction.appAccountToken))
+            ownershipType: transaction.ownershipType, offer: transaction.offer, appAccountToken: transaction.appAccountToken)
         insert(LedgerTransaction(
             id: TransactionID(id), knownFrom: knownFrom, purchaseDate: transaction.purchaseDate,
             expiresDate: transaction.expiresDate, revocationDate: transaction.revocationDate ?? revokedAt,
@@ -149,11 +144,10 @@ public struct EntitlementLedger: Sendable, Hashable {
 
     private mutating func add(_ renewalInfo: JWSRenewalInfo, knownFrom: Timestamp) {
         guard let originalTransactionId = renewalInfo.originalTransactionId else { return }
-        let key = RenewalKey(environment: pool.string(renewalInfo.rawEnvironment ?? ""),
-                             originalTransactionId: pool.string(originalTransactionId))
-        let traits = pool.traits(RenewalTraits(
+        let key = RenewalKey(environment: renewalInfo.rawEnvironment ?? "", originalTransactionId: originalTransactionId)
+        let traits = RenewalTraits(
             productId: renewalInfo.productId, autoRenewProductId: renewalInfo.autoRenewProductId,
-            appAccountToken: renewalInfo.appAccountToken))
+            appAccountToken: renewalInfo.appAccountToken)
         insert(LedgerRenewalInfo(
             knownFrom: knownFrom, gracePeriodExpiresDate: renewalInfo.gracePeriodExpiresDate,
             renewalDate: renewalInfo.renewalDate, autoRenewStatus: renewalInfo.autoRenewStatus,
@@ -161,14 +155,23 @@ public struct EntitlementLedger: Sendable, Hashable {
             traits: traits), under: key)
     }
 
-    /// Stores a copy of a transaction: once per id and signed date; of two different copies
-    /// with the same id and date, the one the fixed order ranks first.
+    /// Stores a copy of a transaction — the one way into the ledger, for a fold, a merge or a
+    /// decode: its key's strings and its repeating members shared through the pool, once per id
+    /// and signed date; of two different copies with the same id and date, the one the fixed
+    /// order ranks first.
     private mutating func insert(_ copy: LedgerTransaction, under key: SubscriptionKey) {
+        let key = SubscriptionKey(bundleId: pool.string(key.bundleId), environment: pool.string(key.environment),
+                                  originalTransactionId: pool.string(key.originalTransactionId))
+        let copy = copy.sharing(pool.traits(copy.traits))
         Self.insert(copy, into: &transactions[key, default: []], sameCopy: { $0.id == copy.id && $0.knownFrom == copy.knownFrom },
                     isBefore: { $0.isStored(before: $1) }, wins: { $0.outranks($1) })
     }
 
+    /// Stores a copy of renewal info, as ``insert(_:under:)`` does a transaction's.
     private mutating func insert(_ copy: LedgerRenewalInfo, under key: RenewalKey) {
+        let key = RenewalKey(environment: pool.string(key.environment),
+                             originalTransactionId: pool.string(key.originalTransactionId))
+        let copy = copy.sharing(pool.traits(copy.traits))
         Self.insert(copy, into: &renewalInfos[key, default: []], sameCopy: { $0.knownFrom == copy.knownFrom },
                     isBefore: { $0.knownFrom < $1.knownFrom }, wins: { $0.supersedes($1) })
     }
@@ -376,24 +379,20 @@ extension EntitlementLedger: Codable {
         }
         self.init()
         for stored in try container.decode([StoredTransaction].self, forKey: .transactions) {
-            let key = SubscriptionKey(
-                bundleId: pool.string(stored.key.bundleId), environment: pool.string(stored.key.environment),
-                originalTransactionId: stored.key.originalTransactionId)
-            let traits = pool.traits(TransactionTraits(
+            let traits = TransactionTraits(
                 productId: stored.productId, productType: stored.productType,
                 subscriptionGroupId: stored.subscriptionGroupId, revocationReason: stored.revocationReason,
-                ownershipType: stored.ownershipType, offer: stored.offer, appAccountToken: stored.appAccountToken))
+                ownershipType: stored.ownershipType, offer: stored.offer, appAccountToken: stored.appAccountToken)
             insert(LedgerTransaction(
                 id: TransactionID(stored.transactionId), knownFrom: stored.knownFrom, purchaseDate: stored.purchaseDate,
                 expiresDate: stored.expiresDate, revocationDate: stored.revocationDate, isUpgraded: stored.isUpgraded,
-                traits: traits), under: key)
+                traits: traits), under: stored.key)
         }
         for stored in try container.decode([StoredRenewalInfo].self, forKey: .renewalInfos) {
-            let key = RenewalKey(environment: pool.string(stored.environment),
-                                 originalTransactionId: stored.originalTransactionId)
-            let traits = pool.traits(RenewalTraits(
+            let key = RenewalKey(environment: stored.environment, originalTransactionId: stored.originalTransactionId)
+            let traits = RenewalTraits(
                 productId: stored.productId, autoRenewProductId: stored.autoRenewProductId,
-                appAccountToken: stored.appAccountToken))
+                appAccountToken: stored.appAccountToken)
             insert(LedgerRenewalInfo(
                 knownFrom: stored.knownFrom, gracePeriodExpiresDate: stored.gracePeriodExpiresDate,
                 renewalDate: stored.renewalDate, autoRenewStatus: stored.autoRenewStatus,
