@@ -49,6 +49,15 @@ public struct AppReceipt: Sendable, Hashable {
     }
 }
 
+extension AppReceipt: ClaimablePayload {
+    static var kind: PayloadKind { .receipt }
+    /// A receipt's app item id is 0 outside Production: that is no App Apple ID.
+    var claims: PayloadClaims {
+        PayloadClaims(bundleId: .some(bundleId), appAppleId: .some(appItemId.flatMap { $0 == 0 ? nil : $0 }),
+                      environment: environment?.rawValue ?? rawReceiptType)
+    }
+}
+
 /// One in-app purchase of a legacy receipt (attribute 17 of the payload).
 public struct InAppPurchase: Sendable, Hashable {
     /// Attribute 1701, the number of items purchased.

@@ -60,6 +60,12 @@ public struct JWSRenewalInfo: Sendable, Hashable {
     }
 }
 
+extension JWSRenewalInfo: SignedPayload {
+    static var kind: PayloadKind { .renewalInfo }
+    var payloadDate: Timestamp? { signedDate }
+    var claims: PayloadClaims { PayloadClaims(environment: rawEnvironment) }
+}
+
 /// Advanced Commerce API data on renewal info.
 public struct AdvancedCommerceRenewalInfo: Sendable, Hashable {
     public let consistencyToken: String?

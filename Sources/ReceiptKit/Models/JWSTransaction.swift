@@ -83,6 +83,12 @@ public struct JWSTransaction: Sendable, Hashable {
     }
 }
 
+extension JWSTransaction: SignedPayload {
+    static var kind: PayloadKind { .transaction }
+    var payloadDate: Timestamp? { signedDate }
+    var claims: PayloadClaims { PayloadClaims(bundleId: .some(bundleId), environment: rawEnvironment) }
+}
+
 /// Advanced Commerce API data on a transaction (`advancedCommerceInfo`).
 public struct AdvancedCommerceTransactionInfo: Sendable, Hashable {
     public let descriptors: AdvancedCommerceDescriptors?

@@ -56,6 +56,14 @@ public struct NotificationPayload: Sendable, Hashable {
     public var environment: AppStoreEnvironment? { rawEnvironment.flatMap(AppStoreEnvironment.init(rawValue:)) }
 }
 
+extension NotificationPayload: SignedPayload {
+    static var kind: PayloadKind { .notification }
+    var payloadDate: Timestamp? { signedDate }
+    var claims: PayloadClaims {
+        PayloadClaims(bundleId: .some(bundleId), appAppleId: .some(appAppleId), environment: rawEnvironment)
+    }
+}
+
 /// The `data` of a notification about a transaction or subscription.
 public struct NotificationData: Sendable, Hashable {
     public let rawEnvironment: String?

@@ -43,7 +43,7 @@ extension AppStoreVerifier {
                 "SHA-1 of device \(device), the opaque value and the bundle id is not the receipt's hash (attribute 5)")
         }
         let revocation = try checkRevocation(chain, signedAt: time)
-        try claims.check(.receipt(receipt))
+        try claims.check(receipt)
         return Verified(payload: receipt, chain: chain.summary, validatedAt: time, validationTimeSource: source,
                         revocation: revocation)
     }

@@ -122,7 +122,7 @@ public struct AppStoreVerifier: Sendable {
     /// - Returns: The verified transaction.
     /// - Throws: ``ReceiptKitError`` naming the failed check.
     public func verifyTransaction(_ jws: String) throws -> Verified<JWSTransaction> {
-        try verifyTransaction(bytes: Array(jws.utf8))
+        try verify(bytes: Array(jws.utf8), as: JWSTransaction.self)
     }
 
     /// Verifies a subscription renewal info JWS (`signedRenewalInfo`).
@@ -131,7 +131,7 @@ public struct AppStoreVerifier: Sendable {
     /// - Returns: The verified renewal info.
     /// - Throws: ``ReceiptKitError`` naming the failed check.
     public func verifyRenewalInfo(_ jws: String) throws -> Verified<JWSRenewalInfo> {
-        try verifyRenewalInfo(bytes: Array(jws.utf8))
+        try verify(bytes: Array(jws.utf8), as: JWSRenewalInfo.self)
     }
 
     /// Verifies an AppTransaction JWS, validated at its `receiptCreationDate` by default.
@@ -140,7 +140,7 @@ public struct AppStoreVerifier: Sendable {
     /// - Returns: The verified AppTransaction.
     /// - Throws: ``ReceiptKitError`` naming the failed check.
     public func verifyAppTransaction(_ jws: String) throws -> Verified<AppTransaction> {
-        try verifyAppTransaction(bytes: Array(jws.utf8))
+        try verify(bytes: Array(jws.utf8), as: AppTransaction.self)
     }
 
     /// Verifies a retention-messaging realtime request JWS.
@@ -149,8 +149,7 @@ public struct AppStoreVerifier: Sendable {
     /// - Returns: The verified request.
     /// - Throws: ``ReceiptKitError`` naming the failed check.
     public func verifyRealtimeRequest(_ jws: String) throws -> Verified<RealtimeRequest> {
-        let decoded = try decode(Array(jws.utf8))
-        return try verifyRealtimeRequest(decoded)
+        try verify(bytes: Array(jws.utf8), as: RealtimeRequest.self)
     }
 
     /// Verifies an App Store Server Notification V2 (`signedPayload`) and every JWS nested in it.
@@ -188,10 +187,10 @@ public struct AppStoreVerifier: Sendable {
         let decoded = try decode(jwsBytes)
         switch kind ?? decoded.detectedKind() {
         case .notification: return VerificationRecord(try verifyNotification(decoded))
-        case .appTransaction: return VerificationRecord(try verifyAppTransaction(decoded))
-        case .realtimeRequest: return VerificationRecord(try verifyRealtimeRequest(decoded))
-        case .transaction: return VerificationRecord(try verifyTransaction(decoded))
-        case .renewalInfo: return VerificationRecord(try verifyRenewalInfo(decoded))
+        case .appTransaction: return VerificationRecord(try verify(decoded, as: AppTransaction.self))
+        case .realtimeRequest: return VerificationRecord(try verify(decoded, as: RealtimeRequest.self))
+        case .transaction: return VerificationRecord(try verify(decoded, as: JWSTransaction.self))
+        case .renewalInfo: return VerificationRecord(try verify(decoded, as: JWSRenewalInfo.self))
         case .receipt:
             throw ReceiptKitError(.unrecognizedInput, "a JWS cannot be verified as a legacy receipt")
         }
@@ -199,44 +198,17 @@ public struct AppStoreVerifier: Sendable {
 
     // MARK: Internals
 
-    private func verifyTransaction(bytes: [UInt8]) throws -> Verified<JWSTransaction> {
-        try verifyTransaction(decode(bytes))
-    }
-
-    private func verifyRenewalInfo(bytes: [UInt8]) throws -> Verified<JWSRenewalInfo> {
-        try verifyRenewalInfo(decode(bytes))
-    }
-
-    private func verifyAppTransaction(bytes: [UInt8]) throws -> Verified<AppTransaction> {
-        try verifyAppTransaction(decode(bytes))
-    }
-
-    private func verifyTransaction(_ decoded: DecodedJWS) throws -> Verified<JWSTransaction> {
-        let payload = try decoded.payload(JWSTransaction.init(json:))
-        let verified = try authenticate(decoded, payload, date: payload.signedDate)
-        try claims.check(.transaction(payload))
+    /// The one path of every signed payload kind: decodes the payload, authenticates it at its
+    /// own date (see ``SignedPayload/payloadDate``), then checks the claims.
+    private func verify<Payload: SignedPayload>(_ decoded: DecodedJWS, as _: Payload.Type) throws -> Verified<Payload> {
+        let payload = try decoded.payload(Payload.init(json:))
+        let verified = try authenticate(decoded, payload, date: payload.payloadDate)
+        try claims.check(payload)
         return verified
     }
 
-    private func verifyRenewalInfo(_ decoded: DecodedJWS) throws -> Verified<JWSRenewalInfo> {
-        let payload = try decoded.payload(JWSRenewalInfo.init(json:))
-        let verified = try authenticate(decoded, payload, date: payload.signedDate)
-        try claims.check(.renewalInfo(payload))
-        return verified
-    }
-
-    private func verifyAppTransaction(_ decoded: DecodedJWS) throws -> Verified<AppTransaction> {
-        let payload = try decoded.payload(AppTransaction.init(json:))
-        let verified = try authenticate(decoded, payload, date: payload.receiptCreationDate ?? payload.signedDate)
-        try claims.check(.appTransaction(payload))
-        return verified
-    }
-
-    private func verifyRealtimeRequest(_ decoded: DecodedJWS) throws -> Verified<RealtimeRequest> {
-        let payload = try decoded.payload(RealtimeRequest.init(json:))
-        let verified = try authenticate(decoded, payload, date: payload.signedDate)
-        try claims.check(.realtimeRequest(payload))
-        return verified
+    private func verify<Payload: SignedPayload>(bytes: [UInt8], as type: Payload.Type) throws -> Verified<Payload> {
+        try verify(decode(bytes), as: type)
     }
 
     private func verifyNotification(_ decoded: DecodedJWS) throws -> VerifiedNotification {
@@ -249,19 +221,19 @@ public struct AppStoreVerifier: Sendable {
         } else {
             verified = try authenticate(decoded, payload, date: payload.signedDate)
         }
-        func nested<Nested>(_ jws: String?, _ field: String, _ verify: ([UInt8]) throws -> Nested) throws -> Nested? {
+        func nested<Nested: SignedPayload>(_ jws: String?, _ field: String, as _: Nested.Type) throws -> Verified<Nested>? {
             guard let jws else { return nil }
             do {
-                return try verify(Array(jws.utf8))
+                return try verify(bytes: Array(jws.utf8), as: Nested.self)
             } catch let error as ReceiptKitError {
                 throw ReceiptKitError(error.code, "\(field): \(error.reason)", underlyingError: error.underlyingError)
             }
         }
-        let transaction = try nested(payload.data?.signedTransactionInfo, "data.signedTransactionInfo", verifyTransaction(bytes:))
-        let renewalInfo = try nested(payload.data?.signedRenewalInfo, "data.signedRenewalInfo", verifyRenewalInfo(bytes:))
+        let transaction = try nested(payload.data?.signedTransactionInfo, "data.signedTransactionInfo", as: JWSTransaction.self)
+        let renewalInfo = try nested(payload.data?.signedRenewalInfo, "data.signedRenewalInfo", as: JWSRenewalInfo.self)
         let appTransaction = try nested(
-            payload.appData?.signedAppTransactionInfo, "appData.signedAppTransactionInfo", verifyAppTransaction(bytes:))
-        try claims.check(.notification(payload))
+            payload.appData?.signedAppTransactionInfo, "appData.signedAppTransactionInfo", as: AppTransaction.self)
+        try claims.check(payload)
         return VerifiedNotification(
             notification: verified, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
     }

@@ -4,41 +4,30 @@
 extension VerificationRecord {
     /// The record of a verified transaction.
     public init(_ verified: Verified<JWSTransaction>) {
-        self.init(kind: .transaction, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
-                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
-                  chain: verified.chain, transactions: [NormalizedTransaction(verified.payload)])
+        self.init(verified, revocation: verified.revocation, transactions: [NormalizedTransaction(verified.payload)])
     }
 
     /// The record of verified renewal info.
     public init(_ verified: Verified<JWSRenewalInfo>) {
-        self.init(kind: .renewalInfo, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
-                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
-                  chain: verified.chain, renewalInfo: verified.payload)
+        self.init(verified, revocation: verified.revocation, renewalInfo: verified.payload)
     }
 
     /// The record of a verified AppTransaction.
     public init(_ verified: Verified<AppTransaction>) {
-        self.init(kind: .appTransaction, environment: verified.payload.rawReceiptType, validatedAt: verified.validatedAt,
-                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
-                  chain: verified.chain, app: NormalizedApp(verified.payload))
+        self.init(verified, revocation: verified.revocation, app: NormalizedApp(verified.payload))
     }
 
     /// The record of a verified realtime request.
     public init(_ verified: Verified<RealtimeRequest>) {
-        self.init(kind: .realtimeRequest, environment: verified.payload.rawEnvironment, validatedAt: verified.validatedAt,
-                  validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
-                  chain: verified.chain, realtimeRequest: verified.payload)
+        self.init(verified, revocation: verified.revocation, realtimeRequest: verified.payload)
     }
 
     /// The record of a verified notification, with its nested transaction, renewal info and app.
     public init(_ verified: VerifiedNotification) {
-        let notification = verified.notification
         self.init(
-            kind: .notification, environment: notification.payload.rawEnvironment,
-            validatedAt: notification.validatedAt, validationTimeSource: notification.validationTimeSource,
-            revocation: verified.revocation, chain: notification.chain,
+            verified.notification, revocation: verified.revocation,
             transactions: verified.transaction.map { [NormalizedTransaction($0.payload)] } ?? [],
-            notification: notification.payload, renewalInfo: verified.renewalInfo?.payload,
+            notification: verified.notification.payload, renewalInfo: verified.renewalInfo?.payload,
             app: verified.appTransaction.map { NormalizedApp($0.payload) })
     }
 
@@ -48,12 +37,24 @@ extension VerificationRecord {
     /// - Parameter verified: The verified receipt.
     public init(_ verified: Verified<AppReceipt>) {
         let receipt = verified.payload
-        let environment = receipt.environment?.rawValue ?? receipt.rawReceiptType
         self.init(
-            kind: .receipt, environment: environment, validatedAt: verified.validatedAt,
-            validationTimeSource: verified.validationTimeSource, revocation: verified.revocation,
-            chain: verified.chain,
+            verified, revocation: verified.revocation,
             transactions: receipt.inAppPurchases.map { NormalizedTransaction($0, of: receipt) },
             app: NormalizedApp(receipt), receipt: receipt)
+    }
+
+    /// The record of any verified payload: its kind, the environment its claims declare, when and
+    /// under which chain it was verified, and the members its kind fills.
+    private init<Payload: ClaimablePayload>(
+        _ verified: Verified<Payload>, revocation: RevocationResult?,
+        transactions: [NormalizedTransaction] = [], notification: NotificationPayload? = nil,
+        renewalInfo: JWSRenewalInfo? = nil, app: NormalizedApp? = nil, realtimeRequest: RealtimeRequest? = nil,
+        receipt: AppReceipt? = nil
+    ) {
+        self.init(
+            kind: Payload.kind, environment: verified.payload.claims.environment, validatedAt: verified.validatedAt,
+            validationTimeSource: verified.validationTimeSource, revocation: revocation, chain: verified.chain,
+            transactions: transactions, notification: notification, renewalInfo: renewalInfo, app: app,
+            realtimeRequest: realtimeRequest, receipt: receipt)
     }
 }
