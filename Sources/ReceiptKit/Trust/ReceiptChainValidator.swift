@@ -8,7 +8,7 @@
 ///    (`untrusted_root`). Its key must be RSA of at least 2048 bits (`invalid_chain`).
 /// 3. Otherwise exactly three, as Apple embeds them: leaf, intermediate, root
 ///    (`invalid_chain_length`).
-/// 4. Apple's profile: the leaf is the signer the SignerInfo names, is not a CA, its keyUsage (if
+/// 4. Apple's profile (``AppleChainProfile``): the leaf is the signer the SignerInfo names, is not a CA, its keyUsage (if
 ///    any) allows digitalSignature, its key is RSA of at least 2048 bits; the intermediate is a CA
 ///    (`invalid_chain`).
 /// 5. Anchor: the embedded root, when its SHA-256 is pinned or it is byte-identical to a supplied
@@ -28,6 +28,10 @@ struct ReceiptChainValidator: Sendable {
     /// the signer's index; reused only inside their validity window.
     let cache: BoundedCache<ReceiptChainKey, CachedChain>
 
+    /// Apple's profile, with reasons naming the certificates by their place in the envelope.
+    static let profile = AppleChainProfile(
+        leaf: "leaf certificate 0", intermediate: "intermediate certificate 1", root: "root certificate 2")
+
     /// The smallest RSA key a receipt signer may have.
     static let minimumRSAKeyBits = 2048
 
@@ -45,7 +49,7 @@ struct ReceiptChainValidator: Sendable {
             return cached.chain
         }
         let (validated, path) = try validateUncached(certificates, signerIndex: signerIndex, at: time)
-        if let window = JWSChainValidator.window(of: path) {
+        if let window = AppleChainProfile.window(of: path) {
             cache.insert(CachedChain(chain: validated, window: window), for: key)
         }
         return validated
@@ -71,7 +75,7 @@ struct ReceiptChainValidator: Sendable {
         if parsed.count == 1 {
             return try validateSelfSigned(parsed[0], at: time)
         }
-        guard parsed.count == 3 else {
+        guard parsed.count == AppleChainProfile.length else {
             throw ReceiptKitError(.invalidChainLength,
                                   "the receipt embeds \(parsed.count) certificates; App Store receipts embed exactly 3")
         }
@@ -82,16 +86,10 @@ struct ReceiptChainValidator: Sendable {
         let leaf = parsed[0]
         let intermediate = parsed[1]
         let embeddedRoot = parsed[2]
+        let profile = Self.profile
         let leafKey = try Self.signingKey(of: leaf, "leaf certificate 0")
-        guard !leaf.isCA else {
-            throw ReceiptKitError(.invalidChain, "leaf certificate 0 \(leaf.subjectDescription) is a CA certificate")
-        }
-        guard leaf.allowsDigitalSignature else {
-            throw ReceiptKitError(.invalidChain, "leaf certificate 0 \(leaf.subjectDescription) keyUsage does not allow digitalSignature")
-        }
-        guard intermediate.isCA else {
-            throw ReceiptKitError(.invalidChain, "intermediate certificate 1 \(intermediate.subjectDescription) is not a CA")
-        }
+        try profile.checkLeafRole(leaf)
+        try profile.checkIntermediateRole(intermediate)
 
         let pinned = anchors.receiptPins.contains(embeddedRoot.sha256)
         guard pinned || anchors.roots.contains(where: { $0.isByteIdentical(to: embeddedRoot) }) else {
@@ -103,22 +101,11 @@ struct ReceiptChainValidator: Sendable {
                     : "\(root) is neither pinned nor byte-identical to a supplied root; a receipt's certificates are not signed, so a supplied root must be the one it embeds")
         }
 
-        let path = try JWSChainValidator.buildPath(
-            leaf: leaf, intermediates: [intermediate], anchors: [embeddedRoot], at: time,
-            names: ["leaf certificate 0", "intermediate certificate 1", "root certificate 2"], library: library)
+        let path = try profile.buildPath(leaf: leaf, intermediate: intermediate, anchors: [embeddedRoot], at: time, library: library)
         guard path.count == 3, path[1] === intermediate, path[2] === embeddedRoot else {
             throw ReceiptKitError(.invalidChain, "the path OpenSSL built is not leaf → intermediate → root (\(path.count) certificates)")
         }
-
-        guard leaf.hasExtension(JWSChainValidator.leafMarker) else {
-            throw ReceiptKitError(.missingAppleExtension,
-                                  "leaf certificate 0 \(leaf.subjectDescription) lacks Apple's marker extension \(JWSChainValidator.leafMarker.dotted)")
-        }
-        guard intermediate.hasExtension(JWSChainValidator.intermediateMarker) else {
-            throw ReceiptKitError(
-                .missingAppleExtension,
-                "intermediate certificate 1 \(intermediate.subjectDescription) lacks Apple's marker extension \(JWSChainValidator.intermediateMarker.dotted)")
-        }
+        try profile.checkMarkers(leaf: leaf, intermediate: intermediate)
         let validated = ValidatedChain(
             leafKey: leafKey,
             summary: ChainSummary(rootSHA256: Hex.encode(embeddedRoot.sha256), leafSHA256: Hex.encode(leaf.sha256),
@@ -136,7 +123,7 @@ struct ReceiptChainValidator: Sendable {
                 "the receipt embeds one certificate \(certificate.subjectDescription) (Xcode StoreKit Testing); it verifies only against a root file byte-identical to it")
         }
         let key = try Self.signingKey(of: certificate, "certificate 0")
-        let path = try JWSChainValidator.buildPath(
+        let path = try AppleChainProfile.buildPath(
             leaf: certificate, intermediates: [], anchors: [certificate], at: time, names: ["certificate 0"], library: library)
         let fingerprint = Hex.encode(certificate.sha256)
         let validated = ValidatedChain(
