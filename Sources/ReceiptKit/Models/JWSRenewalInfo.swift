@@ -66,57 +66,6 @@ extension JWSRenewalInfo: SignedPayload {
     var claims: PayloadClaims { PayloadClaims(environment: rawEnvironment) }
 }
 
-/// Advanced Commerce API data on renewal info.
-public struct AdvancedCommerceRenewalInfo: Sendable, Hashable {
-    public let consistencyToken: String?
-    public let descriptors: AdvancedCommerceDescriptors?
-    public let items: [AdvancedCommerceRenewalItem]?
-    public let period: String?
-    public let requestReferenceId: String?
-    public let taxCode: String?
-
-    init(json: JSONObject) throws {
-        consistencyToken = try json.string("consistencyToken")
-        descriptors = try json.object("descriptors").map(AdvancedCommerceDescriptors.init(json:))
-        items = try json.objects("items", AdvancedCommerceRenewalItem.init(json:))
-        period = try json.string("period")
-        requestReferenceId = try json.string("requestReferenceId")
-        taxCode = try json.string("taxCode")
-    }
-}
-
-/// One item of Advanced Commerce renewal info.
-public struct AdvancedCommerceRenewalItem: Sendable, Hashable {
-    public let sku: String?
-    public let description: String?
-    public let displayName: String?
-    public let offer: AdvancedCommerceOffer?
-    public let price: Int64?
-    public let priceIncreaseInfo: AdvancedCommercePriceIncreaseInfo?
-
-    init(json: JSONObject) throws {
-        sku = try json.string("SKU")
-        description = try json.string("description")
-        displayName = try json.string("displayName")
-        offer = try json.object("offer").map(AdvancedCommerceOffer.init(json:))
-        price = try json.int64("price")
-        priceIncreaseInfo = try json.object("priceIncreaseInfo").map(AdvancedCommercePriceIncreaseInfo.init(json:))
-    }
-}
-
-/// A pending or accepted price increase of an Advanced Commerce item.
-public struct AdvancedCommercePriceIncreaseInfo: Sendable, Hashable {
-    public let dependentSKUs: [String]?
-    public let price: Int64?
-    public let status: String?
-
-    init(json: JSONObject) throws {
-        dependentSKUs = try json.strings("dependentSKUs")
-        price = try json.int64("price")
-        status = try json.string("status")
-    }
-}
-
 /// Commitment (billing plan) data on renewal info.
 public struct RenewalCommitmentInfo: Sendable, Hashable {
     public let commitmentAutoRenewProductId: String?

@@ -18,6 +18,31 @@ public struct NormalizedApp: Sendable, Hashable {
     public let originalPlatform: String?
     public let deviceVerification: String?
     public let deviceVerificationNonce: String?
+
+    /// Creates an app block; a member its source does not carry is left out and stays `nil`.
+    init(
+        bundleId: String?, applicationVersion: String?, originalApplicationVersion: String?,
+        receiptCreationDate: Timestamp?, expirationDate: Timestamp? = nil, originalPurchaseDate: Timestamp?,
+        preorderDate: Timestamp? = nil, receiptType: String?, appItemId: Int64?, downloadId: Int64? = nil,
+        versionExternalIdentifier: Int64?, appTransactionId: String? = nil, originalPlatform: String? = nil,
+        deviceVerification: String? = nil, deviceVerificationNonce: String? = nil
+    ) {
+        self.bundleId = bundleId
+        self.applicationVersion = applicationVersion
+        self.originalApplicationVersion = originalApplicationVersion
+        self.receiptCreationDate = receiptCreationDate
+        self.expirationDate = expirationDate
+        self.originalPurchaseDate = originalPurchaseDate
+        self.preorderDate = preorderDate
+        self.receiptType = receiptType
+        self.appItemId = appItemId
+        self.downloadId = downloadId
+        self.versionExternalIdentifier = versionExternalIdentifier
+        self.appTransactionId = appTransactionId
+        self.originalPlatform = originalPlatform
+        self.deviceVerification = deviceVerification
+        self.deviceVerificationNonce = deviceVerificationNonce
+    }
 }
 
 extension NormalizedApp {
@@ -25,21 +50,14 @@ extension NormalizedApp {
     ///
     /// - Parameter app: The verified AppTransaction payload.
     public init(_ app: AppTransaction) {
-        bundleId = app.bundleId
-        applicationVersion = app.applicationVersion
-        originalApplicationVersion = app.originalApplicationVersion
-        receiptCreationDate = app.receiptCreationDate
-        expirationDate = nil
-        originalPurchaseDate = app.originalPurchaseDate
-        preorderDate = app.preorderDate
-        receiptType = app.rawReceiptType
-        appItemId = app.appAppleId
-        downloadId = nil
-        versionExternalIdentifier = app.versionExternalIdentifier
-        appTransactionId = app.appTransactionId
-        originalPlatform = app.rawOriginalPlatform
-        deviceVerification = app.deviceVerification
-        deviceVerificationNonce = app.deviceVerificationNonce
+        self.init(
+            bundleId: app.bundleId, applicationVersion: app.applicationVersion,
+            originalApplicationVersion: app.originalApplicationVersion, receiptCreationDate: app.receiptCreationDate,
+            originalPurchaseDate: app.originalPurchaseDate, preorderDate: app.preorderDate,
+            receiptType: app.rawReceiptType, appItemId: app.appAppleId,
+            versionExternalIdentifier: app.versionExternalIdentifier, appTransactionId: app.appTransactionId,
+            originalPlatform: app.rawOriginalPlatform, deviceVerification: app.deviceVerification,
+            deviceVerificationNonce: app.deviceVerificationNonce)
     }
 
     func write(to writer: inout JSONWriter) {

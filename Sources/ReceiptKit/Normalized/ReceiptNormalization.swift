@@ -6,21 +6,13 @@ extension NormalizedApp {
     ///
     /// - Parameter receipt: The verified receipt payload.
     public init(_ receipt: AppReceipt) {
-        bundleId = receipt.bundleId
-        applicationVersion = receipt.applicationVersion
-        originalApplicationVersion = receipt.originalApplicationVersion
-        receiptCreationDate = receipt.receiptCreationDate
-        expirationDate = receipt.expirationDate
-        originalPurchaseDate = receipt.originalPurchaseDate
-        preorderDate = nil
-        receiptType = receipt.rawReceiptType
-        appItemId = receipt.appItemId
-        downloadId = receipt.downloadId
-        versionExternalIdentifier = receipt.versionExternalIdentifier
-        appTransactionId = nil
-        originalPlatform = nil
-        deviceVerification = nil
-        deviceVerificationNonce = nil
+        self.init(
+            bundleId: receipt.bundleId, applicationVersion: receipt.applicationVersion,
+            originalApplicationVersion: receipt.originalApplicationVersion,
+            receiptCreationDate: receipt.receiptCreationDate, expirationDate: receipt.expirationDate,
+            originalPurchaseDate: receipt.originalPurchaseDate, receiptType: receipt.rawReceiptType,
+            appItemId: receipt.appItemId, downloadId: receipt.downloadId,
+            versionExternalIdentifier: receipt.versionExternalIdentifier)
     }
 }
 
