@@ -1,10 +1,11 @@
 import CReceiptKitOpenSSL
 import Foundation
 
-/// A synthetic archive of distinct, genuine transactions for measuring `--state`: `subscriptions`
-/// customers, each with `renewals` monthly renewals sharing one original transaction id, every
-/// transaction signed under the test PKI's leaf. Duplicates would cost the ledger nothing, so
-/// only distinct transactions measure what it keeps.
+/// Distinct, genuine inputs signed under the test PKI's leaf. The archive of transactions
+/// measures `--state`: `subscriptions` customers, each with `renewals` monthly renewals sharing
+/// one original transaction id. Duplicates would cost the ledger nothing, so only distinct
+/// transactions measure what it keeps. The notifications measure `verifyNotification`: three
+/// signatures each, none repeated.
 struct TransactionArchive {
     let header: String
     let key: OpaquePointer
@@ -59,6 +60,57 @@ struct TransactionArchive {
         }
         handle.write(Data(chunk))
         return subscriptions * renewals
+    }
+
+    /// Writes `count` distinct App Store Server Notifications V2, one per line, and returns how
+    /// many it wrote: each a SUBSCRIBED notification whose `data` nests its own transaction and
+    /// renewal info, three ES256 signatures in all, as `Server/scripts/make_notifications.py`
+    /// builds them. `bodies` writes each as a webhook body, `{"signedPayload":"…"}`; otherwise the
+    /// `signedPayload` JWS alone.
+    func writeNotifications(to path: String, count: Int, bodies: Bool) throws -> Int {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        let day: Int64 = 86_400_000
+        let start: Int64 = 1_748_779_200_000  // 2025-06-01T12:00:00Z, inside the test PKI's validity
+        let product = "com.receiptkit.example.premium.monthly"
+        var chunk: [UInt8] = []
+        for index in 0..<count {
+            let original = "\(3_000_000_000_000_000 + Int64(index))"
+            let signed = start + Int64(index) * 1000
+            let token = String(format: "%08x-0000-4000-8000-%012x", index, index)
+            let uuid = String(format: "%08x-1111-4000-9000-%012x", index, index)
+            let transaction = """
+                {"transactionId":"\(original)","originalTransactionId":"\(original)",\
+                "bundleId":"com.receiptkit.example","productId":"\(product)",\
+                "subscriptionGroupIdentifier":"21581234","purchaseDate":\(signed),\
+                "originalPurchaseDate":\(signed),"expiresDate":\(signed + 30 * day),"quantity":1,\
+                "type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED",\
+                "signedDate":\(signed),"environment":"Sandbox","transactionReason":"PURCHASE",\
+                "storefront":"USA","storefrontId":"143441","price":9990,"currency":"USD",\
+                "appAccountToken":"\(token)"}
+                """
+            let renewal = """
+                {"originalTransactionId":"\(original)","autoRenewProductId":"\(product)",\
+                "productId":"\(product)","autoRenewStatus":1,"signedDate":\(signed),\
+                "environment":"Sandbox","renewalDate":\(signed + 30 * day)}
+                """
+            let notification = """
+                {"notificationType":"SUBSCRIBED","subtype":"INITIAL_BUY","notificationUUID":"\(uuid)",\
+                "data":{"appAppleId":1234567890,"bundleId":"com.receiptkit.example","bundleVersion":"42",\
+                "environment":"Sandbox","signedTransactionInfo":"\(try sign(transaction))",\
+                "signedRenewalInfo":"\(try sign(renewal))"},"version":"2.0","signedDate":\(signed)}
+                """
+            let signedPayload = try sign(notification)
+            chunk.append(contentsOf: (bodies ? "{\"signedPayload\":\"\(signedPayload)\"}" : signedPayload).utf8)
+            chunk.append(0x0A)
+            if chunk.count > 1 << 20 {
+                handle.write(Data(chunk))
+                chunk.removeAll(keepingCapacity: true)
+            }
+        }
+        handle.write(Data(chunk))
+        return count
     }
 
     /// A compact JWS over `payload` with a fresh ES256 signature.

@@ -3,6 +3,7 @@
 //
 //     swift run -c release receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--repetitions N]
 //         [--state-subscriptions N] [--state-renewals N] [--write-archive PATH] [--ocsp N] [--ocsp-only]
+//         [--notifications N] [--notifications-only] [--write-notifications PATH] [--write-notification-bodies PATH]
 //
 // It runs `openssl speed ecdsap256 rsa2048` (single core), then the release `verify-receipt`
 // beside this executable over generated batches of the project's own test vectors, and prints
@@ -12,6 +13,14 @@
 // Entitlement state: an archive of --state-subscriptions × --state-renewals distinct transactions
 // signed under the test PKI (20,000 × 10 by default; `--write-archive PATH` writes it and exits),
 // verified with and without --state.
+//
+// Notifications: --notifications distinct notifications (10,000 by default) signed under the test
+// PKI, each a SUBSCRIBED notification with its nested transaction and renewal info: three ES256
+// signatures. Their rate on one job is printed as a ratio of OpenSSL's ECDSA verify rate ÷ 3 (the
+// three-signature limit), next to the bare transactions' ratio, for the signedPayload JWS alone
+// (the target) and as webhook bodies. `--notifications-only` runs just OpenSSL, the typical
+// transactions and the notifications; `--write-notifications PATH` (or
+// `--write-notification-bodies PATH`) writes the inputs and exits, for scripts/profile-notifications.sh.
 //
 // Revocation: it issues a leaf whose AIA names a real `openssl ocsp` responder on loopback (a
 // throwaway CA under the test PKI's intermediate), and compares --revocation ocsp with
@@ -37,6 +46,12 @@ struct Options {
     var repetitions = 3
     var ocspInputs = 40_000
     var ocspOnly = false
+    var notifications = 10_000
+    var notificationsOnly = false
+    /// `--write-notifications PATH`: write the notifications there (as JWS, or as webhook bodies
+    /// with `--write-notification-bodies`) and exit.
+    var notificationsPath: String?
+    var notificationBodies = false
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -49,6 +64,15 @@ struct Options {
                 archivePath = path
                 continue
             }
+            if argument == "--notifications-only" {
+                notificationsOnly = true
+                continue
+            }
+            if argument == "--write-notifications" || argument == "--write-notification-bodies", let path = iterator.next() {
+                notificationsPath = path
+                notificationBodies = argument == "--write-notification-bodies"
+                continue
+            }
             let value = iterator.next().flatMap(Int.init)
             switch (argument, value) {
             case ("--jws", let value?): jwsInputs = value
@@ -59,8 +83,9 @@ struct Options {
             case ("--openssl-seconds", let value?): opensslSeconds = value
             case ("--repetitions", let value?) where value >= 1: repetitions = value
             case ("--ocsp", let value?) where value >= 1: ocspInputs = value
+            case ("--notifications", let value?) where value >= 1: notifications = value
             default:
-                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--state-subscriptions N] [--state-renewals N] [--write-archive PATH] [--openssl-seconds N] [--repetitions N] [--ocsp N] [--ocsp-only]\n".utf8))
+                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--state-subscriptions N] [--state-renewals N] [--write-archive PATH] [--openssl-seconds N] [--repetitions N] [--ocsp N] [--ocsp-only] [--notifications N] [--notifications-only] [--write-notifications PATH] [--write-notification-bodies PATH]\n".utf8))
                 exit(64)
             }
         }
@@ -158,6 +183,12 @@ if let archivePath = options.archivePath {
     print("wrote \(count) distinct transactions to \(archivePath)")
     exit(0)
 }
+if let notificationsPath = options.notificationsPath {
+    let count = try TransactionArchive(pki: "\(root)/TestVectors/pki")
+        .writeNotifications(to: notificationsPath, count: options.notifications, bodies: options.notificationBodies)
+    print("wrote \(count) distinct notifications to \(notificationsPath)")
+    exit(0)
+}
 let cores = ProcessInfo.processInfo.activeProcessorCount
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-benchmark-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -199,8 +230,36 @@ func rate(_ arguments: [String], _ file: String, _ count: Int) throws -> (Double
     return (Double(count) / best!.seconds, best!)
 }
 
+/// Notifications, one job: distinct ones (a repeated notification would be the same work, but no
+/// webhook sees one twice), as a ratio of the three-signature limit, OpenSSL's ECDSA verify rate
+/// ÷ 3, next to the bare transactions' ratio measured in the same run.
+func measureNotifications(ecdsa: Double, transactions: Double) throws -> [(String, Double, Double)] {
+    let jwsFile = directory.appendingPathComponent("notifications.txt").path
+    let count = try TransactionArchive(pki: "\(root)/TestVectors/pki")
+        .writeNotifications(to: jwsFile, count: options.notifications, bodies: false)
+    // The same notifications as webhook bodies, {"signedPayload":"…"}.
+    let bodies = try String(contentsOfFile: jwsFile, encoding: .utf8).split(separator: "\n")
+        .map { "{\"signedPayload\":\"\($0)\"}" }
+    let bodyFile = try batchFile("notification-bodies.jsonl", bodies, count: bodies.count, directory: directory)
+    let limit = ecdsa / 3
+    let (notifications1, _) = try rate(jwsTrust + ["--jobs", "1"], jwsFile, count)
+    let (bodies1, _) = try rate(jwsTrust + ["--jobs", "1"], bodyFile, count)
+    print(String(format: "notifications, 1 job:    %10.0f /s (%d distinct, 3 signatures each: ratio %.2f of ECDSA verify / 3)",
+                 notifications1, count, notifications1 / limit))
+    print(String(format: "  as webhook bodies:     %10.0f /s (ratio %.2f of ECDSA verify / 3, for reference)", bodies1, bodies1 / limit))
+    print(String(format: "  bare transactions:     %10.0f /s (ratio %.2f of ECDSA verify, the same run)", transactions, transactions / ecdsa))
+    return [("notifications 1 job / (openssl ecdsap256 verify / 3)", notifications1 / limit, 0.75)]
+}
+
 var checks: [(String, Double, Double)] = []
-if !options.ocspOnly {
+if options.notificationsOnly {
+    let jwsFile = try batchFile("jws.txt", typicalJWS, count: options.jwsInputs, directory: directory)
+    let ecdsa = try (0..<options.repetitions).map { _ in try opensslVerifyRate("ecdsap256", seconds: options.opensslSeconds) }.max()!
+    print(String(format: "openssl speed ecdsap256 verify: %10.0f /s (1 core; %.0f /s for three)", ecdsa, ecdsa / 3))
+    let (jws1, _) = try rate(jwsTrust + ["--jobs", "1"], jwsFile, options.jwsInputs)
+    checks += [("JWS 1 job (typical) / openssl ecdsap256 verify", jws1 / ecdsa, 0.75)]
+    checks += try measureNotifications(ecdsa: ecdsa, transactions: jws1)
+} else if !options.ocspOnly {
     let jwsFile = try batchFile("jws.txt", typicalJWS, count: options.jwsInputs, directory: directory)
     let everyFieldFile = try batchFile("jws-every-field.txt", [everyFieldJWS], count: options.jwsInputs / 2, directory: directory)
     let receiptFile = try batchFile("receipts.txt", [receiptLine], count: options.receiptInputs, directory: directory)
@@ -227,6 +286,7 @@ if !options.ocspOnly {
     print(String(format: "%d mixed inputs, 2 jobs: peak RSS %.1f MiB in %.1f s", options.memoryInputs,
                  Double(memoryRun.peakResidentBytes) / 1_048_576, memoryRun.seconds))
 
+    checks += try measureNotifications(ecdsa: ecdsa, transactions: jws1)
     checks += [
         ("JWS 1 job (typical) / openssl ecdsap256 verify", jws1 / ecdsa, 0.75),
         ("JWS \(cores) jobs / JWS 1 job", jwsAll / jws1, cores >= 2 ? 1.7 : 1.0),
@@ -269,6 +329,23 @@ if !options.ocspOnly {
         ("--state peak RSS MiB, \(stateInputs) transactions (at most)", Double(stateRun.peakResidentBytes) / 1_048_576, 64),
     ]
 }
+
+/// Prints each check against its target, removes the scratch directory and exits, non-zero when a
+/// target is missed.
+func finish(_ checks: [(String, Double, Double)]) -> Never {
+    var failed = false
+    for (name, value, target) in checks {
+        let atMost = name.contains("at most")
+        let ok = atMost ? value <= target : value >= target
+        failed = failed || !ok
+        let label = name.padding(toLength: 62, withPad: " ", startingAt: 0)
+        print("\(ok ? "PASS" : "FAIL") \(label) \(String(format: "%8.2f", value)) (target \(atMost ? "<=" : ">=") \(String(format: "%.2f", target)))")
+    }
+    // exit() skips the `defer` above: remove the scratch directory (and the throwaway CA's keys) first.
+    try? FileManager.default.removeItem(at: directory)
+    exit(failed ? 1 : 0)
+}
+if options.notificationsOnly { finish(checks) }
 
 // Revocation: --revocation ocsp against a real responder on loopback, 40k inputs from one leaf.
 let ocsp = try OCSPBenchmark(root: root, directory: directory, typicalJWS: typicalJWS)
@@ -320,14 +397,4 @@ checks += [
     ("--revocation ocsp / off, one leaf, per CPU-second", ocspOnCPU / ocspOffCPU, 0.95),
     ("OCSP requests per run of \(options.ocspInputs) inputs (at most)", requestsPerRun, 1),
 ]
-var failed = false
-for (name, value, target) in checks {
-    let atMost = name.contains("at most")
-    let ok = atMost ? value <= target : value >= target
-    failed = failed || !ok
-    let label = name.padding(toLength: 62, withPad: " ", startingAt: 0)
-    print("\(ok ? "PASS" : "FAIL") \(label) \(String(format: "%8.2f", value)) (target \(atMost ? "<=" : ">=") \(String(format: "%.2f", target)))")
-}
-// exit() skips the `defer` above: remove the scratch directory (and the throwaway CA's keys) first.
-try? FileManager.default.removeItem(at: directory)
-exit(failed ? 1 : 0)
+finish(checks)

@@ -4,8 +4,16 @@ internal import CReceiptKitJansson
 ///
 /// Parsing is strict: duplicate object members are rejected (signed data must have exactly one
 /// meaning), as are invalid UTF-8, a byte-order mark, NUL in strings, and integers beyond 64 bits.
-final class JSONDocument {
+/// Long plain string values are lifted out of the text before jansson parses it and read back
+/// from the original bytes (see ``JSONLiftedStrings``): the values, the errors and their reasons
+/// are the ones jansson gives for the text as it stands.
+package final class JSONDocument {
     private let root: UnsafeMutablePointer<json_t>
+    /// The values lifted out of the text jansson parsed, `nil` when it parsed the text itself.
+    private let lifted: JSONLiftedStrings?
+
+    /// The number of string values read from the original bytes rather than from jansson's copy.
+    package var liftedStringCount: Int { lifted?.count ?? 0 }
 
     /// Parses `bytes` as a JSON object.
     ///
@@ -13,16 +21,26 @@ final class JSONDocument {
     ///   - bytes: The UTF-8 JSON text.
     ///   - code: The error code to throw when parsing fails.
     ///   - what: What the text is, for the error reason (e.g. "JWS header").
+    ///   - liftingLongStrings: Whether long plain string values may be lifted out before jansson
+    ///     parses the text; `false` parses the text as it stands, which tests compare with.
     /// - Throws: ``ReceiptKitError`` with `code` when the text is not a strict JSON object.
-    init(parsingObject bytes: [UInt8], code: ReceiptKitError.Code, what: String) throws {
+    package init(
+        parsingObject bytes: [UInt8], code: ReceiptKitError.Code, what: String, liftingLongStrings: Bool = true
+    ) throws {
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
             throw ReceiptKitError(code, "\(what) starts with a byte-order mark")
         }
         var error = json_error_t()
-        let parsed = bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { chars in
-                json_loadb(chars.baseAddress, chars.count, rk_json_strict_decode_flags(), &error)
-            }
+        var parsed: UnsafeMutablePointer<json_t>?
+        var lifted: JSONLiftedStrings?
+        if liftingLongStrings, let (copy, strings) = JSONLiftedStrings.lift(bytes) {
+            parsed = Self.load(copy, &error)
+            lifted = parsed == nil ? nil : strings
+        }
+        // Nothing lifted, or the copy is invalid: jansson reads the text itself, so an error's
+        // reason and offset are the ones the text as it stands gives.
+        if parsed == nil {
+            parsed = Self.load(bytes, &error)
         }
         guard let parsed else {
             let text = withUnsafeBytes(of: &error.text) { raw in
@@ -35,6 +53,16 @@ final class JSONDocument {
             throw ReceiptKitError(code, "\(what) is not a JSON object")
         }
         self.root = parsed
+        self.lifted = lifted
+    }
+
+    /// jansson's strict parse of `bytes`, or `nil` with `error` filled in.
+    private static func load(_ bytes: [UInt8], _ error: inout json_error_t) -> UnsafeMutablePointer<json_t>? {
+        bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                json_loadb(chars.baseAddress, chars.count, rk_json_strict_decode_flags(), &error)
+            }
+        }
     }
 
     deinit {
@@ -42,11 +70,11 @@ final class JSONDocument {
     }
 
     /// Calls `body` with the root object. The view must not escape `body`.
-    func withRoot<Result>(
+    package func withRoot<Result>(
         path: String = "", code: ReceiptKitError.Code, _ body: (JSONObject) throws -> Result
     ) rethrows -> Result {
         try withExtendedLifetime(self) {
-            try body(JSONObject(pointer: root, path: path, code: code))
+            try body(JSONObject(pointer: root, lifted: lifted, path: path, code: code))
         }
     }
 }
@@ -56,8 +84,10 @@ final class JSONDocument {
 /// Every accessor treats an absent member and JSON `null` alike (`nil`), and throws
 /// ``ReceiptKitError`` with the view's code, naming the member's path, when a member has another
 /// JSON type than the one asked for.
-struct JSONObject {
+package struct JSONObject {
     fileprivate let pointer: UnsafeMutablePointer<json_t>
+    /// The document's lifted values, which its markers stand for.
+    fileprivate let lifted: JSONLiftedStrings?
     /// The dotted path of this object in its document, for error reasons ("" for the root).
     let path: String
     let code: ReceiptKitError.Code
@@ -95,34 +125,56 @@ struct JSONObject {
     }
 
     /// Whether the object has `key` (with any value, `null` included).
-    func contains(_ key: JSONKey) -> Bool {
+    package func contains(_ key: JSONKey) -> Bool {
         lookup(key) != nil
     }
 
     /// The string member `key`.
-    func string(_ key: JSONKey) throws -> String? {
+    package func string(_ key: JSONKey) throws -> String? {
         guard let value = member(key) else { return nil }
         guard rk_json_typeof(value) == JSON_STRING else { throw typeError(key, "a string", value) }
-        return Self.string(value)
+        return Self.string(value, lifted)
     }
 
-    fileprivate static func string(_ value: UnsafeMutablePointer<json_t>) -> String {
+    /// The string member `key` as its UTF-8 bytes, for text that is read as bytes (a JWS): the
+    /// same bytes ``string(_:)`` would hold, without building a `String` first.
+    package func utf8String(_ key: JSONKey) throws -> [UInt8]? {
+        guard let value = member(key) else { return nil }
+        guard rk_json_typeof(value) == JSON_STRING else { throw typeError(key, "a string", value) }
+        return Self.withUTF8(value, lifted) { Array($0) }
+    }
+
+    /// A string value's text: jansson's, or the original bytes a marker stands for.
+    fileprivate static func string(_ value: UnsafeMutablePointer<json_t>, _ lifted: JSONLiftedStrings?) -> String {
+        withUTF8(value, lifted) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Calls `body` with a string value's bytes: jansson's, or the original bytes a marker
+    /// stands for. jansson's strings are valid UTF-8, and lifted ones printable ASCII.
+    private static func withUTF8<Result>(
+        _ value: UnsafeMutablePointer<json_t>, _ lifted: JSONLiftedStrings?,
+        _ body: (UnsafeBufferPointer<UInt8>) -> Result
+    ) -> Result {
         let length = json_string_length(value)
-        guard let characters = json_string_value(value) else { return "" }
+        guard let characters = json_string_value(value) else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
         return characters.withMemoryRebound(to: UInt8.self, capacity: length) {
-            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+            let parsed = UnsafeBufferPointer(start: $0, count: length)
+            if let lifted, let original = lifted.value(of: parsed) {
+                return original.withUnsafeBufferPointer(body)
+            }
+            return body(parsed)
         }
     }
 
     /// The integer member `key` (a JSON number without fraction or exponent).
-    func int64(_ key: JSONKey) throws -> Int64? {
+    package func int64(_ key: JSONKey) throws -> Int64? {
         guard let value = member(key) else { return nil }
         guard rk_json_typeof(value) == JSON_INTEGER else { throw typeError(key, "an integer", value) }
         return Int64(json_integer_value(value))
     }
 
     /// The integer member `key`, which must fit in 32 bits.
-    func int32(_ key: JSONKey) throws -> Int32? {
+    package func int32(_ key: JSONKey) throws -> Int32? {
         guard let wide = try int64(key) else { return nil }
         guard let narrow = Int32(exactly: wide) else {
             throw ReceiptKitError(code, "member '\(name(key))' is out of range: \(wide)")
@@ -131,7 +183,7 @@ struct JSONObject {
     }
 
     /// The Boolean member `key` (JSON `true` or `false`, never a string).
-    func bool(_ key: JSONKey) throws -> Bool? {
+    package func bool(_ key: JSONKey) throws -> Bool? {
         guard let value = member(key) else { return nil }
         switch rk_json_typeof(value) {
         case JSON_TRUE: return true
@@ -141,7 +193,7 @@ struct JSONObject {
     }
 
     /// The date member `key`: milliseconds since 1970 as a JSON number, possibly fractional.
-    func timestamp(_ key: JSONKey) throws -> Timestamp? {
+    package func timestamp(_ key: JSONKey) throws -> Timestamp? {
         guard let value = member(key) else { return nil }
         switch rk_json_typeof(value) {
         case JSON_INTEGER:
@@ -161,58 +213,59 @@ struct JSONObject {
     }
 
     /// The object member `key`.
-    func object(_ key: JSONKey) throws -> JSONObject? {
+    package func object(_ key: JSONKey) throws -> JSONObject? {
         guard let value = member(key) else { return nil }
         guard rk_json_typeof(value) == JSON_OBJECT else { throw typeError(key, "an object", value) }
-        return JSONObject(pointer: value, path: name(key), code: code)
+        return JSONObject(pointer: value, lifted: lifted, path: name(key), code: code)
     }
 
     /// The array member `key`, as a view.
-    func array(_ key: JSONKey) throws -> JSONArray? {
+    package func array(_ key: JSONKey) throws -> JSONArray? {
         guard let value = member(key) else { return nil }
         guard rk_json_typeof(value) == JSON_ARRAY else { throw typeError(key, "an array", value) }
-        return JSONArray(pointer: value, path: name(key), code: code)
+        return JSONArray(pointer: value, lifted: lifted, path: name(key), code: code)
     }
 
     /// The array-of-strings member `key`.
-    func strings(_ key: JSONKey) throws -> [String]? {
+    package func strings(_ key: JSONKey) throws -> [String]? {
         guard let array = try array(key) else { return nil }
         return try (0..<array.count).map { try array.string(at: $0) }
     }
 
     /// The array-of-objects member `key`, each decoded by `decode`.
-    func objects<Element>(_ key: JSONKey, _ decode: (JSONObject) throws -> Element) throws -> [Element]? {
+    package func objects<Element>(_ key: JSONKey, _ decode: (JSONObject) throws -> Element) throws -> [Element]? {
         guard let array = try array(key) else { return nil }
         return try (0..<array.count).map { try decode(array.object(at: $0)) }
     }
 }
 
 /// A read-only view of a JSON array inside a live ``JSONDocument``.
-struct JSONArray {
+package struct JSONArray {
     fileprivate let pointer: UnsafeMutablePointer<json_t>
+    fileprivate let lifted: JSONLiftedStrings?
     let path: String
     let code: ReceiptKitError.Code
 
     /// The number of elements.
-    var count: Int { json_array_size(pointer) }
+    package var count: Int { json_array_size(pointer) }
 
     private func element(_ index: Int) -> UnsafeMutablePointer<json_t>? {
         json_array_get(pointer, index)
     }
 
     /// The element at `index`, which must be a string.
-    func string(at index: Int) throws -> String {
+    package func string(at index: Int) throws -> String {
         guard let value = element(index), rk_json_typeof(value) == JSON_STRING else {
             throw ReceiptKitError(code, "element \(index) of '\(path)' must be a string")
         }
-        return JSONObject.string(value)
+        return JSONObject.string(value, lifted)
     }
 
     /// The element at `index`, which must be an object.
-    func object(at index: Int) throws -> JSONObject {
+    package func object(at index: Int) throws -> JSONObject {
         guard let value = element(index), rk_json_typeof(value) == JSON_OBJECT else {
             throw ReceiptKitError(code, "element \(index) of '\(path)' must be an object")
         }
-        return JSONObject(pointer: value, path: "\(path)[\(index)]", code: code)
+        return JSONObject(pointer: value, lifted: lifted, path: "\(path)[\(index)]", code: code)
     }
 }

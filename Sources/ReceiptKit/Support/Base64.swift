@@ -9,7 +9,7 @@ import Darwin
 /// Strict base64 decoders: one canonical spelling per byte string, nothing else accepted.
 package enum Base64 {
     /// The two alphabets ReceiptKit reads.
-    enum Alphabet {
+    package enum Alphabet {
         /// RFC 4648 §5, `-` and `_`, no padding: JWS segments (RFC 7515 §2).
         case urlNoPadding
         /// RFC 4648 §4, `+` and `/`, padded to a multiple of four: `x5c` entries and receipts.
@@ -51,8 +51,28 @@ package enum Base64 {
         return table
     }
 
-    private static let urlTable = table(.urlNoPadding)
     private static let standardTable = table(.standardPadded)
+
+    /// The bit a decoding table sets for a character outside the alphabet.
+    private static let invalidBit: UInt32 = 0x8000_0000
+
+    /// Four tables in one, for decoding a group of four characters with four lookups and three
+    /// ORs: entry `256 × k + c` is the 6-bit value of character `c` shifted to its place in the
+    /// group's 24 bits (left by 18, 12, 6 and 0 for k = 0…3), or ``invalidBit`` when `c` is not
+    /// in the alphabet.
+    private static func groupTable(_ alphabet: Alphabet) -> [UInt32] {
+        let values = table(alphabet)
+        var shifted = [UInt32](repeating: invalidBit, count: 4 * 256)
+        for position in 0..<4 {
+            for character in 0..<256 where values[character] != invalid {
+                shifted[256 * position + character] = UInt32(values[character]) << (18 - 6 * position)
+            }
+        }
+        return shifted
+    }
+
+    private static let urlGroupTable = groupTable(.urlNoPadding)
+    private static let standardGroupTable = groupTable(.standardPadded)
 
     /// Decodes `input` in `alphabet`, or returns `nil` when it is not the canonical encoding of
     /// some byte string: a character outside the alphabet, a wrong length, misplaced or missing
@@ -62,15 +82,15 @@ package enum Base64 {
     ///   - input: The encoded text as UTF-8 bytes.
     ///   - alphabet: Which alphabet and padding rule applies.
     /// - Returns: The decoded bytes, or `nil`.
-    static func decode<Bytes: RandomAccessCollection>(_ input: Bytes, alphabet: Alphabet) -> [UInt8]?
+    package static func decode<Bytes: RandomAccessCollection>(_ input: Bytes, alphabet: Alphabet) -> [UInt8]?
     where Bytes.Element == UInt8, Bytes.Index == Int {
         var count = input.count
-        let table: [UInt8]
+        let table: [UInt32]
         switch alphabet {
         case .urlNoPadding:
-            table = urlTable
+            table = urlGroupTable
         case .standardPadded:
-            table = standardTable
+            table = standardGroupTable
             guard count % 4 == 0 else { return nil }
             var padding = 0
             while padding < 2, count > 0, input[input.startIndex + count - 1] == UInt8(ascii: "=") {
@@ -97,8 +117,13 @@ package enum Base64 {
     /// Decodes the first `count` characters of `source` (padding already removed) into a new
     /// array written in place: this loop runs over every byte of every input, so the groups, the
     /// tail and the canonical-bits check stay in one function the optimizer sees whole.
+    ///
+    /// A group's 24 bits are the OR of four lookups in `table` (see ``groupTable(_:)``); an
+    /// invalid character sets ``invalidBit``, which is collected across groups and checked once.
+    /// Every group but the last writes its three bytes as one 4-byte store, whose fourth byte the
+    /// next group overwrites.
     private static func decodeGroups(
-        _ source: UnsafeBufferPointer<UInt8>, count: Int, table: UnsafeBufferPointer<UInt8>
+        _ source: UnsafeBufferPointer<UInt8>, count: Int, table: UnsafeBufferPointer<UInt32>
     ) -> [UInt8]? {
         let remainder = count % 4
         let capacity = decodedByteCount(ofUnpaddedLength: count)
@@ -106,59 +131,56 @@ package enum Base64 {
         // zero elements the standard library writes the count into the shared empty-array storage,
         // a write that races across threads (thread sanitizer, `ConcurrencyTests`).
         guard capacity > 0 else { return [] }
-        var valid = true
+        var invalidBits: UInt32 = 0
         let output = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            func group(_ index: Int, _ characters: Int) -> UInt32 {
+                var bits = table[Int(source[index])] | table[256 + Int(source[index + 1])]
+                if characters > 2 { bits |= table[512 + Int(source[index + 2])] }
+                if characters > 3 { bits |= table[768 + Int(source[index + 3])] }
+                return bits
+            }
+            // Every byte below `capacity` is written below, valid input or not.
+            let output = UnsafeMutableRawPointer(buffer.baseAddress!)
+            let fullEnd = count - remainder
+            // Groups whose 4-byte store stays inside the output: all full groups but the last,
+            // or all of them when a partial group follows.
+            let storedGroups = remainder == 0 ? max(fullEnd / 4 - 1, 0) : fullEnd / 4
             var index = 0
             var out = 0
-            let fullEnd = count - remainder
-            while index < fullEnd {
-                let a = table[Int(source[index])]
-                let b = table[Int(source[index + 1])]
-                let c = table[Int(source[index + 2])]
-                let d = table[Int(source[index + 3])]
-                guard (a | b | c | d) & 0xC0 == 0 else {
-                    valid = false
-                    break
-                }
-                buffer[out] = a << 2 | b >> 4
-                buffer[out + 1] = b << 4 | c >> 2
-                buffer[out + 2] = c << 6 | d
+            for _ in 0..<storedGroups {
+                let bits = group(index, 4)
+                invalidBits |= bits
+                output.storeBytes(of: (bits << 8).bigEndian, toByteOffset: out, as: UInt32.self)
                 index += 4
                 out += 3
             }
-            if valid {
-                switch remainder {
-                case 2:
-                    let a = table[Int(source[index])]
-                    let b = table[Int(source[index + 1])]
-                    if (a | b) & 0xC0 == 0, b & 0x0F == 0 {
-                        buffer[out] = a << 2 | b >> 4
-                        out += 1
-                    } else {
-                        valid = false
-                    }
-                case 3:
-                    let a = table[Int(source[index])]
-                    let b = table[Int(source[index + 1])]
-                    let c = table[Int(source[index + 2])]
-                    if (a | b | c) & 0xC0 == 0, c & 0x03 == 0 {
-                        buffer[out] = a << 2 | b >> 4
-                        buffer[out + 1] = b << 4 | c >> 2
-                        out += 2
-                    } else {
-                        valid = false
-                    }
-                default:
-                    break
-                }
+            if index < fullEnd {  // the last full group, when it ends the output
+                let bits = group(index, 4)
+                invalidBits |= bits
+                buffer[out] = UInt8(truncatingIfNeeded: bits >> 16)
+                buffer[out + 1] = UInt8(truncatingIfNeeded: bits >> 8)
+                buffer[out + 2] = UInt8(truncatingIfNeeded: bits)
+                index += 4
+                out += 3
             }
-            // Bytes past `out` are never read: on failure the array is discarded.
-            if !valid {
-                for position in out..<capacity { buffer[position] = 0 }
+            switch remainder {
+            case 2:
+                // One byte; the second character's low 4 bits (bits 12–15 here) must be zero.
+                let bits = group(index, 2)
+                invalidBits |= bits | (bits & 0xF000 == 0 ? 0 : invalidBit)
+                buffer[out] = UInt8(truncatingIfNeeded: bits >> 16)
+            case 3:
+                // Two bytes; the third character's low 2 bits (bits 6–7 here) must be zero.
+                let bits = group(index, 3)
+                invalidBits |= bits | (bits & 0x00C0 == 0 ? 0 : invalidBit)
+                buffer[out] = UInt8(truncatingIfNeeded: bits >> 16)
+                buffer[out + 1] = UInt8(truncatingIfNeeded: bits >> 8)
+            default:
+                break
             }
             initialized = capacity
         }
-        return valid ? output : nil
+        return invalidBits & invalidBit == 0 ? output : nil
     }
 
     /// Whether every byte of `text` is in the standard alphabet or is `=`: tells a base64 receipt

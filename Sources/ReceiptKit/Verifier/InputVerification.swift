@@ -97,7 +97,9 @@ extension AppStoreVerifier {
         guard kind != .receipt else {
             throw ReceiptKitError(.unrecognizedInput, "JSON input has no 'receipt-data' string member")
         }
-        return try verifyNotificationBody(body, as: kind)
+        // A notification webhook body: its JSON is already parsed, and is read once.
+        try Self.checkNotificationBodySize(body.count, limit: configuration.maximumJWSSize)
+        return try verify(jwsBytes: Self.signedPayload(in: document), as: kind ?? .notification)
     }
 
     /// Verifies a notification webhook body, `{"signedPayload": "…"}`.
@@ -106,23 +108,23 @@ extension AppStoreVerifier {
     /// - Returns: The verified notification and its verified nested payloads.
     /// - Throws: ``ReceiptKitError``; `unrecognized_input` when the body is not such an object.
     public func verifyNotificationBody(_ body: some Collection<UInt8>) throws -> VerifiedNotification {
-        let signedPayload = try Self.signedPayload(of: Array(body), limit: configuration.maximumJWSSize)
-        return try verifyNotification(signedPayload)
-    }
-
-    private func verifyNotificationBody(_ body: [UInt8], as kind: PayloadKind?) throws -> VerificationRecord {
-        let signedPayload = try Self.signedPayload(of: body, limit: configuration.maximumJWSSize)
-        return try verify(jwsBytes: Array(signedPayload.utf8), as: kind ?? .notification)
-    }
-
-    private static func signedPayload(of body: [UInt8], limit: Int) throws -> String {
-        // The body is the JWS plus a few bytes of JSON: refuse anything that could not fit.
-        guard body.count <= limit + 1024 else {
-            throw ReceiptKitError(.inputTooLarge, "notification body is \(body.count) bytes; the JWS limit is \(limit)")
-        }
+        let body = Array(body)
+        try Self.checkNotificationBodySize(body.count, limit: configuration.maximumJWSSize)
         let document = try JSONDocument(parsingObject: body, code: .unrecognizedInput, what: "JSON input")
-        return try document.withRoot(code: .unrecognizedInput) { root in
-            guard let signedPayload = try root.string("signedPayload") else {
+        return try verifyNotification(String(decoding: Self.signedPayload(in: document), as: UTF8.self))
+    }
+
+    /// The body is the JWS plus a few bytes of JSON: refuses anything that could not fit.
+    private static func checkNotificationBodySize(_ size: Int, limit: Int) throws {
+        guard size <= limit + 1024 else {
+            throw ReceiptKitError(.inputTooLarge, "notification body is \(size) bytes; the JWS limit is \(limit)")
+        }
+    }
+
+    /// The bytes of a webhook body's `signedPayload` string.
+    private static func signedPayload(in document: JSONDocument) throws -> [UInt8] {
+        try document.withRoot(code: .unrecognizedInput) { root in
+            guard let signedPayload = try root.utf8String("signedPayload") else {
                 throw ReceiptKitError(.unrecognizedInput, "JSON input has no 'signedPayload' string member")
             }
             return signedPayload
