@@ -156,17 +156,33 @@ final class JSONLiftedStrings {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 
-    /// Whether every byte is in 0x20–0x7E, eight bytes at a time.
+    /// Whether every byte is in 0x20–0x7E, thirty-two bytes at a time, then eight, then one.
     ///
     /// With `ones` = 0x0101…01 and `high` = 0x8080…80, a word has a byte ≥ 0x80 when
     /// `word & high` ≠ 0, a byte below 0x20 when `(word − 0x20 × ones) & ~word & high` ≠ 0, and a
     /// byte 0x7F when the same test for a byte below 1 holds for `word ^ (0x7F × ones)` (bit
-    /// twiddling's `hasless`, exact as to whether such a byte exists).
+    /// twiddling's `hasless`, exact as to whether such a byte exists). Long runs are tested four
+    /// words at a time, as two-lane vectors whose results are OR-ed across the run and masked
+    /// with `high` once at its end: this pass reads every byte of a notification's nested JWS.
     static func isPrintableASCII(_ start: UnsafePointer<UInt8>, count: Int) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let high: UInt64 = 0x8080_8080_8080_8080
         let raw = UnsafeRawPointer(start)
         var index = 0
+        if count >= 32 {
+            func outside(_ word: SIMD2<UInt64>) -> SIMD2<UInt64> {
+                let delete = word ^ SIMD2(repeating: ones &* 0x7F)
+                return word | ((word &- SIMD2(repeating: ones &* 0x20)) & ~word)
+                    | ((delete &- SIMD2(repeating: ones)) & ~delete)
+            }
+            var found = SIMD2<UInt64>(repeating: 0)
+            while index &+ 32 <= count {
+                found |= outside(raw.loadUnaligned(fromByteOffset: index, as: SIMD2<UInt64>.self))
+                found |= outside(raw.loadUnaligned(fromByteOffset: index &+ 16, as: SIMD2<UInt64>.self))
+                index &+= 32
+            }
+            guard (found[0] | found[1]) & high == 0 else { return false }
+        }
         while index + 8 <= count {
             let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
             let delete = word ^ (ones &* 0x7F)

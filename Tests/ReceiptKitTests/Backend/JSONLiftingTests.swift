@@ -185,6 +185,26 @@ struct JSONLiftingTests {
         }
     }
 
+    @Test("a byte outside printable ASCII is found in every part of a long string's scan")
+    func everyPositionOfLongStrings() throws {
+        // The scan reads 32 bytes at a time, then 8, then one: lengths around each step, with the
+        // byte under test in each position.
+        for length in [31, 32, 33, 40, 63, 64, 71, 72, 97] {
+            for byte: UInt8 in [0x00, 0x1F, 0x7F, 0x80, 0xFF, 0x20, 0x7E] {
+                for position in 0..<length {
+                    var value = Array(repeating: UInt8(ascii: "A"), count: length)
+                    value[position] = byte
+                    let text = Array("{\"a\":\"".utf8) + value + Array("\"}".utf8)
+                    Self.expectSameOutcome(text) { root in [try root.string("a")] }
+                    if let document = try? Self.parse(text) {
+                        let printable = (0x20...0x7E).contains(byte)
+                        #expect(document.liftedStringCount == (printable ? 1 : 0), "byte \(byte) at \(position) of \(length)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("any one byte changed in a document gives the same values or the same error")
     func mutations() throws {
         let key = String(Self.printable.prefix(20))
