@@ -8,10 +8,14 @@ import Testing
 struct VerifyReceiptRouteTests {
     @Test("Apple's response shape and numeric statuses", arguments: Backend.available)
     func statuses(backend: Backend) async throws {
+        // The vector asks for exclude-old-transactions; the same receipt without it, too.
         let sandbox = try Vectors.text("receipts/receipt-request-body.json")
+        let request = try #require(try JSONSerialization.jsonObject(with: Data(sandbox.utf8)) as? [String: Any])
+        #expect(request["exclude-old-transactions"] as? Bool == true)
+        let allTransactions = #"{"receipt-data":"\#(try #require(request["receipt-data"] as? String))"}"#
         let production = Data(try Vectors.bytes("receipts/receipt-production.der")).base64EncodedString()
         try await TestServer.run(backend) { server in
-            let verified = try await server.post("/verifyReceipt", sandbox)
+            let verified = try await server.post("/verifyReceipt", allTransactions)
             #expect(verified.status == .ok)
             let body = try verified.json()
             #expect(body["status"] as? Int == 0, "\(verified.text)")
@@ -42,6 +46,13 @@ struct VerifyReceiptRouteTests {
                 #expect(element["product_id"] is String && element["auto_renew_status"] == nil, "\(element)")
             }
 
+            // exclude-old-transactions: each subscription's latest transaction only.
+            let excluding = try await server.post("/verifyReceipt", sandbox).json()
+            let latestOnly = try #require(excluding["latest_receipt_info"] as? [[String: Any]])
+            let subscriptionIds = latestOnly.filter { $0["web_order_line_item_id"] != nil }.compactMap { $0["original_transaction_id"] as? String }
+            #expect(subscriptionIds.count == Set(subscriptionIds).count && subscriptionIds.count == subscriptions.count, "\(latestOnly)")
+            #expect(latestOnly.count < latest.count)
+
             // A Production receipt sent to this Sandbox service: 21008, as Apple's sandbox said.
             let wrongEnvironment = try await server.post("/verifyReceipt", #"{"receipt-data":"\#(production)"}"#)
             #expect(wrongEnvironment.status == .ok)
@@ -62,7 +73,10 @@ struct VerifyReceiptRouteTests {
 
     @Test("latest_receipt_info lists renewals and refunds that arrived by notification after the receipt, newest first", arguments: Backend.available)
     func renewalsAfterTheReceipt(backend: Backend) async throws {
-        let receiptBody = try Vectors.text("receipts/receipt-request-body.json")
+        let request = try #require(
+            try JSONSerialization.jsonObject(with: Data(Vectors.text("receipts/receipt-request-body.json").utf8)) as? [String: Any])
+        let receiptData = try #require(request["receipt-data"] as? String)
+        let receiptBody = #"{"receipt-data":"\#(receiptData)"}"#
         let p = try Payloads()
         // The receipt's subscription: original 2000000901234567, its latest period bought
         // 2025-05-20T08:15:30Z, expiring 2025-06-20T08:15:30Z (see TestVectors/receipts).
@@ -112,6 +126,13 @@ struct VerifyReceiptRouteTests {
             #expect(renewalElement["auto_renew_product_id"] as? String == Payloads.productId)
             #expect(renewalElement["product_id"] as? String == Payloads.productId)
             #expect(renewalElement.values.allSatisfy { $0 is String })
+
+            // exclude-old-transactions: the latest transaction of each subscription only.
+            let excluding = #"{"receipt-data":"\#(receiptData)","exclude-old-transactions":true}"#
+            let onlyLatest = try #require(try await server.post("/verifyReceipt", excluding).json()["latest_receipt_info"] as? [[String: Any]])
+            let ofOriginal = onlyLatest.filter { $0["original_transaction_id"] as? String == original }
+            #expect(ofOriginal.map { $0["transaction_id"] as? String } == ["2000000951239999"], "\(onlyLatest)")
+            #expect(onlyLatest.count < latest.count)
 
             // The refund: the same transaction, revoked, is listed once, with its cancellation.
             #expect(try await server.notify(refund).status == .ok)

@@ -4,7 +4,8 @@ import ReceiptKit
 import ReceiptKitFormats
 
 /// `POST /verifyReceipt`: a drop-in for Apple's deprecated endpoint. Takes
-/// `{"receipt-data": base64, "password"?, "exclude-old-transactions"?}` and answers, always with
+/// `{"receipt-data": base64, "password"?, "exclude-old-transactions"?}` (the password is
+/// ignored: nothing is asked of Apple) and answers, always with
 /// HTTP 200 as Apple did, Apple's body: `status` 0 with `environment` and `receipt` (ReceiptKit's
 /// verifyReceipt rendering), or Apple's numeric status (21002 malformed, 21003 not
 /// authenticated, 21007/21008 wrong environment) with the error. A verified receipt is stored
@@ -31,12 +32,13 @@ struct VerifyReceiptController {
             context.notes.update { $0.verdict = "input_too_large" }
             return .json(outcome.verifyReceiptJSON(expectedEnvironment: expected, requestDate: environment.now))
         }
-        guard (try? JSONSerialization.jsonObject(with: Data(body))) is [String: Any] else {
+        guard let fields = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
             let outcome = VerificationOutcome.rejected(
                 ReceiptKitError(.unrecognizedInput, "the body must be a JSON object with a receipt-data string"))
             context.notes.update { $0.verdict = "unrecognized_input" }
             return .json(outcome.verifyReceiptJSON(expectedEnvironment: expected, requestDate: environment.now))
         }
+        let excludeOldTransactions = fields["exclude-old-transactions"] as? Bool ?? false
         let now = environment.now
         let outcome = environment.verifier.verify(input: body, as: .receipt)
         let rendered = outcome.verifyReceiptJSON(expectedEnvironment: expected, requestDate: now)
@@ -56,7 +58,8 @@ struct VerifyReceiptController {
         let keys = Events.keys(of: record, bundleId: environment.bundleId)
         let store = environment.store
         let events = try await environment.read { try await store.events(touching: keys) }
-        let (latest, pending) = try VerifyReceiptHistory.render(events: events, keys: Set(keys))
+        let (latest, pending) = try VerifyReceiptHistory.render(
+            events: events, keys: Set(keys), excludeOldTransactions: excludeOldTransactions)
         var json = JSONText()
         json.raw(String(rendered.dropLast()))
         json.raw(",\"latest_receipt_info\":")

@@ -23,9 +23,13 @@ enum VerifyReceiptHistory {
     /// - Parameters:
     ///   - events: The stored events touching `keys`, in the order they were stored.
     ///   - keys: The receipt's keys; transactions and renewal infos of other keys are left out.
+    ///   - excludeOldTransactions: The request's `exclude-old-transactions`: list only the latest
+    ///     transaction of each auto-renewable subscription, as Apple did.
     /// - Returns: `latest_receipt_info` and `pending_renewal_info`, each a JSON array.
     /// - Throws: ``StoreError`` when a stored record does not decode (the store is damaged).
-    static func render(events: [StoredEvent], keys: Set<SubscriptionKey>) throws -> (latest: String, pending: String) {
+    static func render(
+        events: [StoredEvent], keys: Set<SubscriptionKey>, excludeOldTransactions: Bool = false
+    ) throws -> (latest: String, pending: String) {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         var transactions: [TransactionSlot: (copy: StoredRecord.Transaction, date: Int64)] = [:]
@@ -56,8 +60,15 @@ enum VerifyReceiptHistory {
             }
         }
 
-        let latest = transactions.values.map { $0.copy }.sorted {
+        var latest = transactions.values.map { $0.copy }.sorted {
             ($0.purchaseDate?.milliseconds ?? .min, $0.transactionId ?? "") > ($1.purchaseDate?.milliseconds ?? .min, $1.transactionId ?? "")
+        }
+        if excludeOldTransactions {
+            var listed = Set<SubscriptionKey>()
+            latest = latest.filter { transaction in
+                guard transaction.productType == "auto_renewable_subscription", let key = transaction.key else { return true }
+                return listed.insert(key).inserted
+            }
         }
         var latestJSON = JSONText()
         latestJSON.raw("[")
@@ -133,10 +144,11 @@ private struct StoredRecord: Decodable {
         let appAccountToken: String?
         let signedDate: Instant?
 
-        /// The key the ledger files it under.
+        /// The key the ledger files it under (as `SubscriptionKey.init?(_:)` keys a transaction).
         var key: SubscriptionKey? {
-            guard let bundleId, let environment, let originalTransactionId else { return nil }
-            return SubscriptionKey(bundleId: bundleId, environment: environment, originalTransactionId: originalTransactionId)
+            guard let transactionId else { return nil }
+            return SubscriptionKey(
+                bundleId: bundleId ?? "", environment: environment ?? "", originalTransactionId: originalTransactionId ?? transactionId)
         }
 
         /// The element of `latest_receipt_info`, members in Apple's order.
