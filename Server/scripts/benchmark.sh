@@ -2,7 +2,12 @@
 # Webhook benchmark (issue 15): wrk on loopback posts distinct genuine notifications to
 # receiptkit-server on one core (taskset), and verify-receipt verifies the same notifications on
 # one core (--jobs 1); prints both rates, their ratio, and wrk's latency at half the server's
-# rate (paced by the script's delay(), since Debian's wrk has no -R). Not part of `swift test`.
+# rate. Debian's wrk has no -R, and a wrk script's delay() pauses each connection *after* its
+# answer, so a connection's cycle is latency + pause: the pause is computed as
+# connections / target rate - mean latency, the latency measured at that load by a short
+# calibration run (twice), and the run reports the rate it achieved and its ratio to the
+# saturated rate. Every run posts notifications no earlier run posted (no replays). Not part of
+# `swift test`.
 # Needs wrk (Debian), python3-cryptography and taskset; RECEIPTKIT_DATABASE_URL=postgres://… to
 # measure on PostgreSQL instead of a new SQLite file.
 # Usage: Server/scripts/benchmark.sh [COUNT] [SECONDS]   (default 20000 notifications, 10 s)
@@ -39,7 +44,7 @@ for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && b
 cat > "$WORK/post.lua" <<LUA
 local bodies = {}
 for line in io.lines("$WORK/bodies.jsonl") do bodies[#bodies + 1] = line end
-local counter = 0
+local counter = tonumber(os.getenv("FIRST") or "0")
 local pause = tonumber(os.getenv("PAUSE_MS") or "0")
 if pause > 0 then delay = function() return pause end end
 request = function()
@@ -48,13 +53,47 @@ request = function()
   return wrk.format("POST", "/appstore/notifications", {["Content-Type"] = "application/json"}, body)
 end
 LUA
+CONNECTIONS=16
+NEXT=0  # the first body the next run posts: each run posts bodies no earlier run posted
+# run_wrk PAUSE_MS SECONDS OUTPUT: wrk on core 0, each connection pausing PAUSE_MS after each answer.
+run_wrk() {
+    FIRST=$NEXT PAUSE_MS=$1 taskset -c 0 wrk -t1 -c$CONNECTIONS -d"$2s" --latency -s "$WORK/post.lua" \
+        "http://127.0.0.1:$PORT" > "$3"
+    # Requests still in flight when wrk stopped were sent but not counted: skip one per connection.
+    NEXT=$((NEXT + $(awk '/requests in/ {print $1}' "$3") + CONNECTIONS))
+    [ "$NEXT" -lt "$COUNT" ] || { echo "benchmark.sh: $COUNT notifications are too few for these runs" >&2; exit 1; }
+}
+rate_of() { awk '/Requests\/sec/ {print $2}' "$1"; }
+# wrk's mean latency in milliseconds ("Latency 12.34ms …" in its thread stats).
+mean_latency_ms() {
+    awk '$1 == "Latency" {v = $2; u = v; gsub(/[0-9.]/, "", u); gsub(/[a-z]/, "", v);
+        print (u == "us" ? v / 1000 : u == "s" ? v * 1000 : v); exit}' "$1"
+}
+
 # Saturated: the server's rate on one core.
-taskset -c 0 wrk -t1 -c16 -d"${SECONDS_PER_RUN}s" --latency -s "$WORK/post.lua" "http://127.0.0.1:$PORT" | tee "$WORK/full.txt"
-SERVER_RATE=$(awk '/Requests\/sec/ {print int($2)}' "$WORK/full.txt")
-# Half that load: 16 connections, each pausing 16 / (rate / 2) seconds between requests.
-PAUSE_MS=$(python3 -c "print(max(1, round(16 * 1000 / ($SERVER_RATE / 2))))") \
-    taskset -c 0 wrk -t1 -c16 -d"${SECONDS_PER_RUN}s" --latency -s "$WORK/post.lua" "http://127.0.0.1:$PORT" | tee "$WORK/half.txt"
+run_wrk 0 "$SECONDS_PER_RUN" "$WORK/full.txt"
+cat "$WORK/full.txt"
+SERVER_RATE=$(rate_of "$WORK/full.txt")
+TARGET=$(python3 -c "print($SERVER_RATE / 2)")
+# Half that load. A connection's cycle is its answer's latency plus the pause, so the pause is
+# connections / target - latency; the latency at the target load is not known before running at
+# it, so start from the saturated one and correct twice from short calibration runs.
+LATENCY=$(mean_latency_ms "$WORK/full.txt")
+CALIBRATION_SECONDS=$(( SECONDS_PER_RUN / 3 > 2 ? SECONDS_PER_RUN / 3 : 2 ))
+for step in 1 2; do
+    PAUSE=$(python3 -c "print(max(1, round($CONNECTIONS * 1000 / $TARGET - $LATENCY)))")
+    run_wrk "$PAUSE" "$CALIBRATION_SECONDS" "$WORK/calibration-$step.txt"
+    RATE=$(rate_of "$WORK/calibration-$step.txt")
+    # The latency that run really had: its cycle (connections / rate) less the pause.
+    LATENCY=$(python3 -c "print(max(0.0, $CONNECTIONS * 1000 / $RATE - $PAUSE))")
+    echo "calibration $step: pause $PAUSE ms -> $RATE/s (target $TARGET/s; latency at that load ${LATENCY} ms)"
+done
+PAUSE=$(python3 -c "print(max(1, round($CONNECTIONS * 1000 / $TARGET - $LATENCY)))")
+run_wrk "$PAUSE" "$SECONDS_PER_RUN" "$WORK/half.txt"
+cat "$WORK/half.txt"
+HALF_RATE=$(rate_of "$WORK/half.txt")
 echo "verify-receipt --jobs 1: $CLI_RATE notifications/s; server on one core: $SERVER_RATE/s;" \
     "ratio $(python3 -c "print(round($SERVER_RATE / $CLI_RATE, 2))");" \
-    "at $(awk '/Requests\/sec/ {print int($2)}' "$WORK/half.txt")/s: p50 $(awk '$1 == "50%" {print $2}' "$WORK/half.txt")," \
-    "p99 $(awk '$1 == "99%" {print $2}' "$WORK/half.txt")"
+    "half load (pause $PAUSE ms): $HALF_RATE/s, $(python3 -c "print(round($HALF_RATE / $SERVER_RATE, 2))") of saturated;" \
+    "p50 $(awk '$1 == "50%" {print $2}' "$WORK/half.txt"), p99 $(awk '$1 == "99%" {print $2}' "$WORK/half.txt");" \
+    "saturated p50 $(awk '$1 == "50%" {print $2}' "$WORK/full.txt"), p99 $(awk '$1 == "99%" {print $2}' "$WORK/full.txt")"

@@ -32,7 +32,8 @@ public func buildApplication(
         store = postgres
     }
     let environment = RouteEnvironment(
-        verifier: AppStoreVerifier(configuration.verifier), store: store, metrics: ServerMetrics(), clock: clock)
+        verifier: AppStoreVerifier(configuration.verifier), store: store, metrics: ServerMetrics(), clock: clock,
+        readinessTimeout: min(Duration.seconds(2), configuration.requestTimeout / 2))
 
     let router = Router(context: ServerRequestContext.self)
     router.add(middleware: RequestLogMiddleware(metrics: environment.metrics, timeout: configuration.requestTimeout))

@@ -20,9 +20,7 @@ struct OpenAPITests {
 
     @Test("every documented operation answers with a documented status and the documented members", arguments: Backend.available)
     func conformance(backend: Backend) async throws {
-        let document = try YAMLSubset.parse(String(contentsOf: Vectors.repositoryRoot.appendingPathComponent("Server/openapi.yaml"), encoding: .utf8))
-        let paths = try #require(document["paths"]?.map)
-        let schemas = try #require(document["components"]?["schemas"]?.map)
+        let document = try OpenAPIDocument()
 
         let p = try Payloads()
         let t0 = ms("2025-06-01T12:00:00Z")
@@ -48,35 +46,63 @@ struct OpenAPITests {
             Sample(method: "get", path: "/metrics", uri: "/metrics", body: nil, token: false),
         ]
         // Every documented operation has a sample.
-        for (path, item) in paths {
+        for (path, item) in document.paths {
             for method in item.map.map({ Array($0.keys) }) ?? [] {
                 #expect(samples.contains { $0.path == path && $0.method == method }, "no sample for \(method) \(path)")
             }
         }
         try await TestServer.run(backend) { server in
             for sample in samples {
-                let operation = try #require(paths[sample.path]?[sample.method], "\(sample.method) \(sample.path) is not documented")
                 let response = sample.method == "get"
                     ? try await server.get(sample.uri, token: sample.token ? testToken : nil)
                     : try await server.post(sample.uri, sample.body ?? "", token: sample.token ? testToken : nil)
-                let documented = try #require(
-                    operation["responses"]?[String(response.status.code)],
-                    "\(sample.method) \(sample.uri) answered \(response.status.code), which is not documented: \(response.text)")
-                let content = try #require(documented["content"]?.map)
-                let contentType = try #require(response.headers[.contentType])
-                let (mediaType, media) = try #require(
-                    content.first { contentType.hasPrefix($0.key) }, "\(sample.uri): \(contentType) is not documented")
-                guard mediaType == "application/json" else { continue }
-                var schema = media["schema"]
-                if let reference = schema?["$ref"]?.scalar {
-                    schema = schemas[String(reference.split(separator: "/").last ?? "")]
-                }
-                let required = schema?["required"]?.list ?? []
-                let body = try response.json()
-                for member in required {
-                    #expect(body[member] != nil, "\(sample.method) \(sample.uri) → \(response.status.code): no '\(member)' in \(response.text)")
-                }
+                try document.expect(response, answers: sample.method, sample.path, uri: sample.uri)
             }
+        }
+    }
+}
+
+/// `Server/openapi.yaml`, parsed, for checking an answer of the server against it.
+struct OpenAPIDocument: Sendable {
+    let paths: [String: YAMLSubset]
+    let schemas: [String: YAMLSubset]
+
+    init() throws {
+        let document = try YAMLSubset.parse(
+            String(contentsOf: Vectors.repositoryRoot.appendingPathComponent("Server/openapi.yaml"), encoding: .utf8))
+        paths = try #require(document["paths"]?.map)
+        schemas = try #require(document["components"]?["schemas"]?.map)
+    }
+
+    /// Expects `response`, the answer to `method path` (requested as `uri`), to have a status the
+    /// document gives that operation, a documented content type and, for JSON, the documented
+    /// schema's required top-level members.
+    func expect(
+        _ response: TestResponse, answers method: String, _ path: String, uri: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let uri = uri ?? path
+        let operation = try #require(paths[path]?[method], "\(method) \(path) is not documented", sourceLocation: sourceLocation)
+        let documented = try #require(
+            operation["responses"]?[String(response.status.code)],
+            "\(method) \(uri) answered \(response.status.code), which is not documented: \(response.text)",
+            sourceLocation: sourceLocation)
+        let content = try #require(documented["content"]?.map, sourceLocation: sourceLocation)
+        let contentType = try #require(response.headers[.contentType], sourceLocation: sourceLocation)
+        let (mediaType, media) = try #require(
+            content.first { contentType.hasPrefix($0.key) }, "\(uri): \(contentType) is not documented",
+            sourceLocation: sourceLocation)
+        guard mediaType == "application/json" else { return }
+        var schema = media["schema"]
+        if let reference = schema?["$ref"]?.scalar {
+            schema = schemas[String(reference.split(separator: "/").last ?? "")]
+        }
+        let required = schema?["required"]?.list ?? []
+        let body = try response.json()
+        for member in required {
+            #expect(
+                body[member] != nil, "\(method) \(uri) → \(response.status.code): no '\(member)' in \(response.text)",
+                sourceLocation: sourceLocation)
         }
     }
 }
@@ -84,7 +110,7 @@ struct OpenAPITests {
 /// The subset of YAML `openapi.yaml` is written in: nested mappings by indentation, scalars
 /// (quoted or not), flow lists of scalars (`[a, b]`) and `>-` folded text. Block sequences
 /// (`- …`) are skipped with everything under them (this test needs none of them).
-indirect enum YAMLSubset {
+indirect enum YAMLSubset: Sendable {
     case scalar(String)
     case list([String])
     case map([String: YAMLSubset])

@@ -8,10 +8,14 @@ import Testing
 struct VerifyReceiptRouteTests {
     @Test("Apple's response shape and numeric statuses", arguments: Backend.available)
     func statuses(backend: Backend) async throws {
+        // The vector asks for exclude-old-transactions; the same receipt without it, too.
         let sandbox = try Vectors.text("receipts/receipt-request-body.json")
+        let request = try #require(try JSONSerialization.jsonObject(with: Data(sandbox.utf8)) as? [String: Any])
+        #expect(request["exclude-old-transactions"] as? Bool == true)
+        let allTransactions = #"{"receipt-data":"\#(try #require(request["receipt-data"] as? String))"}"#
         let production = Data(try Vectors.bytes("receipts/receipt-production.der")).base64EncodedString()
         try await TestServer.run(backend) { server in
-            let verified = try await server.post("/verifyReceipt", sandbox)
+            let verified = try await server.post("/verifyReceipt", allTransactions)
             #expect(verified.status == .ok)
             let body = try verified.json()
             #expect(body["status"] as? Int == 0, "\(verified.text)")
@@ -20,13 +24,34 @@ struct VerifyReceiptRouteTests {
             #expect(receipt["bundle_id"] as? String == "com.receiptkit.example")
             let inApp = try #require(receipt["in_app"] as? [[String: Any]])
             let latest = try #require(body["latest_receipt_info"] as? [[String: Any]])
-            let pending = try #require(body["pending_renewal_info"] as? [[String: Any]])
             #expect(!inApp.isEmpty)
-            #expect(latest.count == pending.count)
-            for info in latest {
-                #expect(info["original_transaction_id"] is String)
-                #expect(info["status"] is String)
+            #expect(latest.count == inApp.count, "\(verified.text)")
+            Self.expectAppleShape(latest)
+            // Nothing newer is known of these transactions than the receipt itself, so each is
+            // exactly what ReceiptKit's verifyReceipt rendering writes in receipt.in_app.
+            for purchase in inApp {
+                let id = try #require(purchase["transaction_id"] as? String)
+                let info = try #require(latest.first { $0["transaction_id"] as? String == id }, "\(id) is not in latest_receipt_info")
+                for (member, value) in purchase {
+                    #expect(info[member] as? String == value as? String, "\(id).\(member): \(info[member] ?? "absent") ≠ \(value)")
+                }
             }
+            // Each of the receipt's auto-renewable subscriptions has an element, though no
+            // renewal info is known yet: its id and product.
+            let pending = try #require(body["pending_renewal_info"] as? [[String: Any]])
+            let subscriptions = Set(inApp.filter { $0["web_order_line_item_id"] != nil }.compactMap { $0["original_transaction_id"] as? String })
+            #expect(Set(pending.compactMap { $0["original_transaction_id"] as? String }) == subscriptions, "\(pending)")
+            #expect(subscriptions.contains("2000000901234567"))
+            for element in pending {
+                #expect(element["product_id"] is String && element["auto_renew_status"] == nil, "\(element)")
+            }
+
+            // exclude-old-transactions: each subscription's latest transaction only.
+            let excluding = try await server.post("/verifyReceipt", sandbox).json()
+            let latestOnly = try #require(excluding["latest_receipt_info"] as? [[String: Any]])
+            let subscriptionIds = latestOnly.filter { $0["web_order_line_item_id"] != nil }.compactMap { $0["original_transaction_id"] as? String }
+            #expect(subscriptionIds.count == Set(subscriptionIds).count && subscriptionIds.count == subscriptions.count, "\(latestOnly)")
+            #expect(latestOnly.count < latest.count)
 
             // A Production receipt sent to this Sandbox service: 21008, as Apple's sandbox said.
             let wrongEnvironment = try await server.post("/verifyReceipt", #"{"receipt-data":"\#(production)"}"#)
@@ -43,6 +68,122 @@ struct VerifyReceiptRouteTests {
             let tampered = try Vectors.bytes("receipts/invalid_signature-tampered-signature.der")
             let notAuthenticated = try await server.post("/verifyReceipt", #"{"receipt-data":"\#(Data(tampered).base64EncodedString())"}"#)
             #expect(try notAuthenticated.json()["status"] as? Int == 21003)
+        }
+    }
+
+    @Test("latest_receipt_info lists renewals and refunds that arrived by notification after the receipt, newest first", arguments: Backend.available)
+    func renewalsAfterTheReceipt(backend: Backend) async throws {
+        let request = try #require(
+            try JSONSerialization.jsonObject(with: Data(Vectors.text("receipts/receipt-request-body.json").utf8)) as? [String: Any])
+        let receiptData = try #require(request["receipt-data"] as? String)
+        let receiptBody = #"{"receipt-data":"\#(receiptData)"}"#
+        let p = try Payloads()
+        // The receipt's subscription: original 2000000901234567, its latest period bought
+        // 2025-05-20T08:15:30Z, expiring 2025-06-20T08:15:30Z (see TestVectors/receipts).
+        let original = "2000000901234567"
+        let renewed = ms("2025-06-20T08:15:30Z")
+        let renewal = try p.transaction(
+            id: "2000000951239999", original: original, purchase: renewed, expires: renewed + 30 * day, signed: renewed + 1000,
+            token: "5a4c1e0c-6a0b-4d8f-9a8e-2f1d3c4b5a69", webOrderLineItemId: "2000000098769999")
+        let renewalInfo = try p.renewalInfo(original: original, signed: renewed + 1000, renewalDate: renewed + 30 * day)
+        let didRenew = try p.notification(type: "DID_RENEW", signed: renewed + 2000, transaction: renewal, renewalInfo: renewalInfo)
+        let refunded = ms("2025-06-25T10:00:00Z")
+        let refund = try p.notification(
+            type: "REFUND", signed: refunded + 1000,
+            transaction: p.transaction(
+                id: "2000000951239999", original: original, purchase: renewed, expires: renewed + 30 * day, signed: refunded,
+                token: "5a4c1e0c-6a0b-4d8f-9a8e-2f1d3c4b5a69", revocation: refunded, revocationReason: 1,
+                webOrderLineItemId: "2000000098769999"),
+            renewalInfo: p.renewalInfo(original: original, signed: refunded, autoRenew: false, expirationIntent: 1))
+
+        try await TestServer.run(backend, now: Date(timeIntervalSince1970: Double(ms("2025-07-01T00:00:00Z")) / 1000)) { server in
+            let before = try await server.post("/verifyReceipt", receiptBody).json()
+            let countBefore = try #require(before["latest_receipt_info"] as? [[String: Any]]).count
+
+            #expect(try await server.notify(didRenew).status == .ok)
+            let afterRenewal = try await server.post("/verifyReceipt", receiptBody).json()
+            let latest = try #require(afterRenewal["latest_receipt_info"] as? [[String: Any]])
+            #expect(latest.count == countBefore + 1)
+            Self.expectAppleShape(latest)
+            let newest = try #require(latest.first)
+            #expect(newest["transaction_id"] as? String == "2000000951239999", "\(latest)")
+            #expect(newest["original_transaction_id"] as? String == original)
+            #expect(newest["product_id"] as? String == Payloads.productId)
+            #expect(newest["purchase_date"] as? String == "2025-06-20 08:15:30 Etc/GMT")
+            #expect(newest["purchase_date_ms"] as? String == String(renewed))
+            #expect(newest["purchase_date_pst"] as? String == "2025-06-20 01:15:30 America/Los_Angeles")
+            #expect(newest["expires_date_ms"] as? String == String(renewed + 30 * day))
+            #expect(newest["quantity"] as? String == "1")
+            #expect(newest["is_trial_period"] as? String == "false")
+            #expect(newest["is_in_intro_offer_period"] as? String == "false")
+            #expect(newest["web_order_line_item_id"] as? String == "2000000098769999")
+            #expect(newest["subscription_group_identifier"] as? String == "21581234")
+            #expect(newest["in_app_ownership_type"] as? String == "PURCHASED")
+            #expect(newest["cancellation_date"] == nil)
+            let pending = try #require(afterRenewal["pending_renewal_info"] as? [[String: Any]])
+            let renewalElement = try #require(pending.first { $0["original_transaction_id"] as? String == original }, "\(pending)")
+            #expect(renewalElement["auto_renew_status"] as? String == "1")
+            #expect(renewalElement["auto_renew_product_id"] as? String == Payloads.productId)
+            #expect(renewalElement["product_id"] as? String == Payloads.productId)
+            #expect(renewalElement.values.allSatisfy { $0 is String })
+
+            // exclude-old-transactions: the latest transaction of each subscription only.
+            let excluding = #"{"receipt-data":"\#(receiptData)","exclude-old-transactions":true}"#
+            let onlyLatest = try #require(try await server.post("/verifyReceipt", excluding).json()["latest_receipt_info"] as? [[String: Any]])
+            let ofOriginal = onlyLatest.filter { $0["original_transaction_id"] as? String == original }
+            #expect(ofOriginal.map { $0["transaction_id"] as? String } == ["2000000951239999"], "\(onlyLatest)")
+            #expect(onlyLatest.count < latest.count)
+
+            // The refund: the same transaction, revoked, is listed once, with its cancellation.
+            #expect(try await server.notify(refund).status == .ok)
+            let afterRefund = try await server.post("/verifyReceipt", receiptBody).json()
+            let revokedList = try #require(afterRefund["latest_receipt_info"] as? [[String: Any]])
+            #expect(revokedList.count == countBefore + 1)
+            Self.expectAppleShape(revokedList)
+            let revoked = try #require(revokedList.first)
+            #expect(revoked["transaction_id"] as? String == "2000000951239999")
+            #expect(revoked["cancellation_date_ms"] as? String == String(refunded))
+            #expect(revoked["cancellation_date"] as? String == "2025-06-25 10:00:00 Etc/GMT")
+            #expect(revoked["cancellation_reason"] as? String == "1")
+            let pendingAfterRefund = try #require(afterRefund["pending_renewal_info"] as? [[String: Any]])
+            let stopped = try #require(pendingAfterRefund.first { $0["original_transaction_id"] as? String == original })
+            #expect(stopped["auto_renew_status"] as? String == "0")
+            #expect(stopped["expiration_intent"] as? String == "1")
+        }
+    }
+
+    /// Apple's rules for `latest_receipt_info`: string values only, dates as `X` (Etc/GMT), `X_ms`
+    /// and `X_pst` (America/Los_Angeles), newest purchase first, and — when the golden Apple
+    /// response in `../shared/vectors` is there — every member Apple's own elements carry.
+    static func expectAppleShape(_ latest: [[String: Any]], sourceLocation: SourceLocation = #_sourceLocation) {
+        let dateMembers = ["purchase_date", "original_purchase_date", "expires_date", "cancellation_date"]
+        for info in latest {
+            #expect(info.values.allSatisfy { $0 is String }, "not all strings: \(info)", sourceLocation: sourceLocation)
+            for member in ["quantity", "product_id", "transaction_id", "original_transaction_id", "purchase_date", "is_trial_period"] {
+                #expect(info[member] != nil, "no \(member) in \(info)", sourceLocation: sourceLocation)
+            }
+            #expect(info["status"] == nil && info["entitled"] == nil, "a state, not a transaction: \(info)", sourceLocation: sourceLocation)
+            for date in dateMembers where info[date] != nil {
+                let text = info[date] as? String ?? ""
+                let pst = info[date + "_pst"] as? String ?? ""
+                #expect(text.range(of: #"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Etc/GMT$"#, options: .regularExpression) != nil, "\(date): \(text)", sourceLocation: sourceLocation)
+                #expect(pst.range(of: #"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d America/Los_Angeles$"#, options: .regularExpression) != nil, "\(date)_pst: \(pst)", sourceLocation: sourceLocation)
+                #expect(Int64(info[date + "_ms"] as? String ?? "") != nil, "\(date)_ms", sourceLocation: sourceLocation)
+            }
+        }
+        let purchases = latest.map { Int64($0["purchase_date_ms"] as? String ?? "") ?? 0 }
+        #expect(purchases == purchases.sorted(by: >), "not newest first: \(purchases)", sourceLocation: sourceLocation)
+
+        // Apple's own subscription elements (a 2020 sandbox response): ours for a renewed
+        // subscription carry every member they do.
+        let golden = Vectors.repositoryRoot.appendingPathComponent("../shared/vectors/receipts/revenuecat-sandbox-sample1.verifyReceipt.json")
+        guard let data = try? Data(contentsOf: golden),
+            let apple = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+            let appleLatest = apple["latest_receipt_info"] as? [[String: Any]], let appleElement = appleLatest.first
+        else { return }
+        for info in latest where info["subscription_group_identifier"] != nil && info["web_order_line_item_id"] != nil {
+            let missing = Set(appleElement.keys).subtracting(info.keys)
+            #expect(missing.isEmpty, "members Apple's elements carry and this one lacks: \(missing.sorted())", sourceLocation: sourceLocation)
         }
     }
 }

@@ -17,6 +17,7 @@ public import ReceiptKit
 /// | `RECEIPTKIT_API_TOKEN` | the bearer token `/v1/*` and `/verifyReceipt` require; required unless `HOST` is loopback |
 /// | `HOST` | the address to listen on, default `127.0.0.1` |
 /// | `PORT` | the port to listen on, default `8080` |
+/// | `RECEIPTKIT_REQUEST_TIMEOUT` | seconds one request may take before it is answered 503 `timeout`, default `30` |
 public struct ServerConfiguration: Sendable {
     /// The address the server binds to.
     public var host: String
@@ -28,7 +29,8 @@ public struct ServerConfiguration: Sendable {
     public var database: DatabaseLocation
     /// The bearer token of `/v1/*` and `/verifyReceipt`, or `nil` for none (loopback only).
     public var apiToken: String?
-    /// How long one request may take before it is answered 503.
+    /// How long one request may take, reading its body included, before it is answered 503
+    /// `timeout`.
     public var requestTimeout: Duration
 
     /// Creates a configuration.
@@ -129,6 +131,14 @@ public struct ServerConfiguration: Sendable {
             }
             port = number
         }
+        var requestTimeout = Duration.seconds(30)
+        if let text = value("RECEIPTKIT_REQUEST_TIMEOUT") {
+            guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
+                throw ConfigurationError(
+                    "RECEIPTKIT_REQUEST_TIMEOUT is \"\(text)\"; expected seconds, more than 0 and at most 86400, such as 30 or 0.5")
+            }
+            requestTimeout = .milliseconds(max(1, Int64((seconds * 1000).rounded())))
+        }
         let apiToken = value("RECEIPTKIT_API_TOKEN")
         if apiToken == nil, !Self.isLoopback(host) {
             throw ConfigurationError(
@@ -137,7 +147,7 @@ public struct ServerConfiguration: Sendable {
         self.init(
             host: host, port: port,
             verifier: .init(anchors: anchors, bundleId: bundleId, appAppleId: appAppleId, environment: appStoreEnvironment),
-            database: database, apiToken: apiToken)
+            database: database, apiToken: apiToken, requestTimeout: requestTimeout)
     }
 }
 

@@ -1,7 +1,8 @@
 import Hummingbird
 
-/// `GET /healthz` (the process answers), `GET /readyz` (the database answers a query; 503
-/// otherwise) and `GET /metrics` (Prometheus text).
+/// `GET /healthz` (the process answers), `GET /readyz` (the database accepts a write within
+/// the readiness timeout; 503 `database_unavailable` otherwise, so that a load balancer sends
+/// Apple's retries elsewhere) and `GET /metrics` (Prometheus text).
 struct HealthController {
     let environment: RouteEnvironment
 
@@ -10,7 +11,7 @@ struct HealthController {
             Response.json(#"{"status":"ok"}"#)
         }
         router.get("readyz") { _, _ in
-            try await environment.read { try await environment.store.ping() }
+            try await environment.ready()
             return Response.json(#"{"status":"ready"}"#)
         }
         router.get("metrics") { _, _ in

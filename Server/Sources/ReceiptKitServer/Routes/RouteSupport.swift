@@ -2,12 +2,15 @@ import Foundation
 import Hummingbird
 import ReceiptKit
 
-/// What every route shares: the verifier, the store, the metrics and the clock.
+/// What every route shares: the verifier, the store, the metrics, the clock, and how long
+/// `/readyz` waits for the database.
 struct RouteEnvironment: Sendable {
     let verifier: AppStoreVerifier
     let store: any EntitlementStore
     let metrics: ServerMetrics
     let clock: @Sendable () -> Date
+    /// How long `/readyz` waits for the database to accept a write before answering 503.
+    let readinessTimeout: Duration
 
     /// The configured bundle id, which every input must carry (renewal infos carry none).
     var bundleId: String { verifier.configuration.bundleId ?? "" }
@@ -48,27 +51,58 @@ struct RouteEnvironment: Sendable {
         }
     }
 
-    /// Stores an event; any database failure is a 503.
+    /// Stores an event; any database failure is a 503. Stops waiting when the request is
+    /// cancelled (its timeout), even while the database still waits for a lock.
     func store(_ event: NewEvent, context: ServerRequestContext) async throws -> Bool {
         do {
-            let isNew = try await store.record(event)
+            let store = self.store
+            let isNew = try await abandoningOnCancel { try await store.record(event) }
             context.notes.update { $0.duplicate = !isNew }
             return isNew
         } catch let error as APIError {
+            throw error
+        } catch let error as CancellationError {
             throw error
         } catch {
             throw StoreError(String(describing: error))
         }
     }
 
-    /// Reads from the store; any database failure is a 503.
-    func read<T>(_ body: () async throws -> T) async throws -> T {
+    /// Reads from the store; any database failure is a 503. Stops waiting when the request is
+    /// cancelled, as ``store(_:context:)`` does.
+    func read<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         do {
-            return try await body()
+            return try await abandoningOnCancel(body)
         } catch let error as StoreError {
+            throw error
+        } catch let error as CancellationError {
             throw error
         } catch {
             throw StoreError(String(describing: error))
+        }
+    }
+
+    /// Returns once the database has accepted a write (``EntitlementStore/ping()``), or throws
+    /// ``StoreError`` when it fails or has not within ``readinessTimeout``.
+    func ready() async throws {
+        let store = self.store
+        let timeout = readinessTimeout
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await abandoningOnCancel { try await store.ping() }
+                } catch is CancellationError {
+                    throw CancellationError()
+                } catch {
+                    throw StoreError("the database refused a write: \(error)")
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw StoreError("the database did not accept a write within \(timeout)")
+            }
+            defer { group.cancelAll() }
+            _ = try await group.next()
         }
     }
 

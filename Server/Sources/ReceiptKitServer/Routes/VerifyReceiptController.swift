@@ -4,12 +4,15 @@ import ReceiptKit
 import ReceiptKitFormats
 
 /// `POST /verifyReceipt`: a drop-in for Apple's deprecated endpoint. Takes
-/// `{"receipt-data": base64, "password"?, "exclude-old-transactions"?}` and answers, always with
+/// `{"receipt-data": base64, "password"?, "exclude-old-transactions"?}` (the password is
+/// ignored: nothing is asked of Apple) and answers, always with
 /// HTTP 200 as Apple did, Apple's body: `status` 0 with `environment` and `receipt` (ReceiptKit's
 /// verifyReceipt rendering), or Apple's numeric status (21002 malformed, 21003 not
 /// authenticated, 21007/21008 wrong environment) with the error. A verified receipt is stored
-/// like any purchase, and the answer adds `latest_receipt_info` and `pending_renewal_info`: the
-/// state the service knows of each of the receipt's subscriptions, now.
+/// like any purchase, and the answer adds `latest_receipt_info` and `pending_renewal_info` in
+/// Apple's shape, from every event the service has stored for the receipt's subscriptions
+/// (``VerifyReceiptHistory``): renewals that arrived by notification after the receipt was
+/// issued are listed too.
 struct VerifyReceiptController {
     let environment: RouteEnvironment
 
@@ -29,12 +32,13 @@ struct VerifyReceiptController {
             context.notes.update { $0.verdict = "input_too_large" }
             return .json(outcome.verifyReceiptJSON(expectedEnvironment: expected, requestDate: environment.now))
         }
-        guard (try? JSONSerialization.jsonObject(with: Data(body))) is [String: Any] else {
+        guard let fields = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
             let outcome = VerificationOutcome.rejected(
                 ReceiptKitError(.unrecognizedInput, "the body must be a JSON object with a receipt-data string"))
             context.notes.update { $0.verdict = "unrecognized_input" }
             return .json(outcome.verifyReceiptJSON(expectedEnvironment: expected, requestDate: environment.now))
         }
+        let excludeOldTransactions = fields["exclude-old-transactions"] as? Bool ?? false
         let now = environment.now
         let outcome = environment.verifier.verify(input: body, as: .receipt)
         let rendered = outcome.verifyReceiptJSON(expectedEnvironment: expected, requestDate: now)
@@ -51,36 +55,18 @@ struct VerifyReceiptController {
             for: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: now)
         _ = try await environment.store(event, context: context)
 
-        var states: [SubscriptionState] = []
-        for key in Events.keys(of: record, bundleId: environment.bundleId) {
-            let stored = try await environment.read {
-                try await environment.store.subscriptions(originalTransactionId: key.originalTransactionId)
-            }
-            for subscription in stored where subscription.key == key {
-                if let state = try EntitlementFolding.state(of: subscription, at: now) { states.append(state) }
-            }
-        }
+        let keys = Events.keys(of: record, bundleId: environment.bundleId)
+        let store = environment.store
+        let events = try await environment.read { try await store.events(touching: keys) }
+        let (latest, pending) = try VerifyReceiptHistory.render(
+            events: events, keys: Set(keys), excludeOldTransactions: excludeOldTransactions)
         var json = JSONText()
         json.raw(String(rendered.dropLast()))
-        json.raw(",\"latest_receipt_info\":[")
-        json.raw(states.map { $0.json() }.joined(separator: ","))
-        json.raw("],\"pending_renewal_info\":[")
-        json.raw(states.map { Self.pendingRenewalInfo($0) }.joined(separator: ","))
-        json.raw("]}")
-        return .json(json.text)
-    }
-
-    /// One element of `pending_renewal_info` in Apple's shape (its numbers as strings), from a
-    /// state.
-    static func pendingRenewalInfo(_ state: SubscriptionState) -> String {
-        var json = JSONText()
-        json.raw("{\"original_transaction_id\":")
-        json.string(state.key.originalTransactionId)
-        json.raw(",\"product_id\":")
-        json.optionalString(state.productId)
-        json.raw(",\"is_in_billing_retry_period\":")
-        json.string(state.status == .billingRetry ? "1" : "0")
+        json.raw(",\"latest_receipt_info\":")
+        json.raw(latest)
+        json.raw(",\"pending_renewal_info\":")
+        json.raw(pending)
         json.raw("}")
-        return json.text
+        return .json(json.text)
     }
 }

@@ -10,7 +10,10 @@ public import ReceiptKit
 public protocol EntitlementStore: Sendable {
     /// Applies the migrations not yet applied. Safe to call from several servers at once.
     func migrate() async throws
-    /// Throws unless the database answers a trivial query.
+    /// Throws unless the database accepts a write now: takes the lock a write of an event takes,
+    /// and releases it, writing nothing. (A read can succeed while every write waits — SQLite in
+    /// WAL mode under another connection's write lock, a PostgreSQL table locked by a migration
+    /// — and a webhook that cannot write must not look ready.)
     func ping() async throws
     /// Stores a verified input and, if it is new, folds it into each of its keys' state; adds its
     /// customer links in any case. One transaction.
@@ -23,6 +26,9 @@ public protocol EntitlementStore: Sendable {
     /// The stored state of every key with this original transaction id (one per bundle id and
     /// environment), sorted by key.
     func subscriptions(originalTransactionId: String) async throws -> [StoredSubscription]
+    /// The stored events that touched any of these keys (their transactions' or renewal info's
+    /// key), each once, in the order they were stored.
+    func events(touching keys: [SubscriptionKey]) async throws -> [StoredEvent]
     /// The number of stored events, and of those with the given dedup keys.
     func eventCount(dedupKeys: [String]?) async throws -> Int
     /// Closes the database (SQLite) or does nothing (PostgreSQL, whose client is a service).
@@ -97,6 +103,23 @@ public struct StoredSubscription: Sendable, Hashable {
     public var key: SubscriptionKey
     /// The state as its fold last wrote it (`nil`: a key linked to a customer, no event folded).
     public var state: Data?
+}
+
+/// A stored event, as ``EntitlementStore/events(touching:)`` reads it back.
+public struct StoredEvent: Sendable, Hashable {
+    /// The record's kind (`notification`, `transaction`, `renewal_info`, `receipt`).
+    public var kind: String
+    /// The record, one JSON object as `verify-receipt` prints it.
+    public var record: String
+    /// When the server received it, in milliseconds since 1970.
+    public var receivedAt: Int64
+
+    /// Creates a stored event.
+    public init(kind: String, record: String, receivedAt: Int64) {
+        self.kind = kind
+        self.record = record
+        self.receivedAt = receivedAt
+    }
 }
 
 /// The database failed: the route answers 503 so that Apple (or the backend) retries. Its

@@ -1,5 +1,5 @@
 import Foundation
-import ReceiptKit
+public import ReceiptKit
 import Logging
 public import PostgresNIO
 
@@ -56,7 +56,7 @@ public final class PostgresStore: EntitlementStore {
                 applied.insert(id)
             }
             for migration in Schema.migrations where !applied.contains(migration.id) {
-                for statement in migration.postgres {
+                for statement in migration.statements(.postgres) {
                     // A constant of Schema, never built from input: the one place SQL is not
                     // interpolated, because DDL takes no bindings.
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
@@ -69,26 +69,37 @@ public final class PostgresStore: EntitlementStore {
     }
 
     public func ping() async throws {
-        try await client.query("SELECT 1", logger: logger)
+        let logger = self.logger
+        try await client.withTransaction(logger: logger) { connection in
+            // The lock an INSERT into events takes; a lock held against it (LOCK TABLE, a
+            // migration) makes this wait, at most 2 s on the server's side.
+            try await connection.query("SET LOCAL lock_timeout = '2s'", logger: logger)
+            try await connection.query("LOCK TABLE events IN ROW EXCLUSIVE MODE", logger: logger)
+        }
     }
 
     public func record(_ event: NewEvent) async throws -> Bool {
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { connection in
             let raw = ByteBuffer(bytes: event.raw)
-            var inserted = false
-            for try await _ in try await connection.query(
+            var eventId: Int64?
+            for try await id in try await connection.query(
                 """
                 INSERT INTO events (dedup_key, kind, raw, record, received_at)
                 VALUES (\(event.dedupKey), \(event.kind), \(raw), \(event.record), \(event.receivedAt))
                 ON CONFLICT (dedup_key) DO NOTHING RETURNING id
                 """, logger: logger
             ).decode(Int64.self) {
-                inserted = true
+                eventId = id
             }
-            if inserted {
+            if let eventId {
                 for fold in event.orderedFolds {
                     let key = fold.key
+                    try await connection.query(
+                        """
+                        INSERT INTO event_subscriptions (bundle_id, environment, original_transaction_id, event_id)
+                        VALUES (\(key.bundleId), \(key.environment), \(key.originalTransactionId), \(eventId))
+                        """, logger: logger)
                     try await connection.query(
                         """
                         INSERT INTO subscriptions (bundle_id, environment, original_transaction_id, state, updated_at)
@@ -125,7 +136,7 @@ public final class PostgresStore: EntitlementStore {
                     ON CONFLICT DO NOTHING
                     """, logger: logger)
             }
-            return inserted
+            return eventId != nil
         }
     }
 
@@ -150,6 +161,23 @@ public final class PostgresStore: EntitlementStore {
                 WHERE original_transaction_id = \(originalTransactionId)
                 ORDER BY bundle_id COLLATE "C", environment COLLATE "C"
                 """, logger: logger))
+    }
+
+    public func events(touching keys: [SubscriptionKey]) async throws -> [StoredEvent] {
+        var events: [Int64: StoredEvent] = [:]
+        for key in Set(keys) {
+            let rows = try await client.query(
+                """
+                SELECT e.id, e.kind, e.record, e.received_at
+                FROM event_subscriptions k JOIN events e ON e.id = k.event_id
+                WHERE k.bundle_id = \(key.bundleId) AND k.environment = \(key.environment)
+                    AND k.original_transaction_id = \(key.originalTransactionId)
+                """, logger: logger)
+            for try await (id, kind, record, receivedAt) in rows.decode((Int64, String, String, Int64).self) {
+                events[id] = StoredEvent(kind: kind, record: record, receivedAt: receivedAt)
+            }
+        }
+        return events.sorted { $0.key < $1.key }.map(\.value)
     }
 
     public func eventCount(dedupKeys: [String]?) async throws -> Int {

@@ -1,5 +1,5 @@
 import Foundation
-import ReceiptKit
+public import ReceiptKit
 import GRDB
 
 /// The store in a SQLite file through GRDB: a `DatabasePool` in WAL mode (readers never wait for
@@ -28,7 +28,7 @@ public final class SQLiteStore: EntitlementStore {
         var migrator = DatabaseMigrator()
         for migration in Schema.migrations {
             migrator.registerMigration(migration.id) { db in
-                for statement in migration.sqlite {
+                for statement in migration.statements(.sqlite) {
                     try db.execute(sql: statement)
                 }
             }
@@ -37,7 +37,10 @@ public final class SQLiteStore: EntitlementStore {
     }
 
     public func ping() async throws {
-        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+        try await pool.writeWithoutTransaction { db in
+            try db.execute(sql: "BEGIN IMMEDIATE TRANSACTION")
+            try db.execute(sql: "ROLLBACK")
+        }
     }
 
     public func record(_ event: NewEvent) async throws -> Bool {
@@ -49,9 +52,15 @@ public final class SQLiteStore: EntitlementStore {
                     ON CONFLICT (dedup_key) DO NOTHING RETURNING id
                     """,
                 arguments: [event.dedupKey, event.kind, Data(event.raw), event.record, event.receivedAt])
-            if inserted != nil {
+            if let eventId = inserted {
                 for fold in event.orderedFolds {
                     let key = fold.key
+                    try db.execute(
+                        sql: """
+                            INSERT INTO event_subscriptions (bundle_id, environment, original_transaction_id, event_id)
+                            VALUES (?, ?, ?, ?)
+                            """,
+                        arguments: [key.bundleId, key.environment, key.originalTransactionId, eventId])
                     let stored = try String.fetchOne(
                         db,
                         sql: """
@@ -117,6 +126,26 @@ public final class SQLiteStore: EntitlementStore {
                     """,
                 arguments: [originalTransactionId]
             ).map(Self.subscription)
+        }
+    }
+
+    public func events(touching keys: [SubscriptionKey]) async throws -> [StoredEvent] {
+        try await pool.read { db in
+            var events: [Int64: StoredEvent] = [:]
+            for key in Set(keys) {
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT e.id, e.kind, e.record, e.received_at
+                        FROM event_subscriptions k JOIN events e ON e.id = k.event_id
+                        WHERE k.bundle_id = ? AND k.environment = ? AND k.original_transaction_id = ?
+                        """,
+                    arguments: [key.bundleId, key.environment, key.originalTransactionId])
+                for row in rows {
+                    events[row[0]] = StoredEvent(kind: row[1], record: row[2], receivedAt: row[3])
+                }
+            }
+            return events.sorted { $0.key < $1.key }.map(\.value)
         }
     }
 

@@ -1,6 +1,7 @@
-/// The store's schema, one migration per change, the SQLite and PostgreSQL text of each side by
-/// side so that they stay the same schema. A released migration is never edited: a change is a
-/// new migration appended to ``migrations``.
+/// The store's schema, one migration per change, written once for both databases: the few words
+/// in which SQLite and PostgreSQL differ come from ``Dialect``, so the two cannot drift apart. A
+/// released migration is never edited (its text on either database stays what it was): a change
+/// is a new migration appended to ``migrations``.
 ///
 /// Tables:
 /// - `events`: every verified input, once per dedup key (the unique constraint makes a replay a
@@ -8,26 +9,47 @@
 /// - `subscriptions`: the derived state per key (bundle id, environment, original transaction
 ///   id), rewritten in the transaction that stores each new event touching the key.
 /// - `customer_subscriptions`: which customer owns which key.
+/// - `event_subscriptions`: which events touched which key (from v2), so that what the service
+///   knows of a subscription — every transaction, every renewal info — can be listed.
 enum Schema {
+    /// Where the two databases' SQL differs.
+    enum Dialect: Sendable {
+        case sqlite
+        case postgres
+
+        /// An auto-incrementing 64-bit primary key column's type and constraint.
+        var autoIncrementingKey: String {
+            switch self {
+            case .sqlite: "INTEGER PRIMARY KEY AUTOINCREMENT"
+            case .postgres: "BIGSERIAL PRIMARY KEY"
+            }
+        }
+
+        /// The type of a column of raw bytes.
+        var bytes: String {
+            switch self {
+            case .sqlite: "BLOB"
+            case .postgres: "BYTEA"
+            }
+        }
+    }
+
     struct Migration: Sendable {
         /// Its name, recorded once applied.
         let id: String
-        /// The statements for SQLite.
-        let sqlite: [String]
-        /// The statements for PostgreSQL.
-        let postgres: [String]
+        /// Its statements in a dialect.
+        let statements: @Sendable (Dialect) -> [String]
     }
 
     static let migrations: [Migration] = [
-        Migration(
-            id: "v1-events-subscriptions-customers",
-            sqlite: [
+        Migration(id: "v1-events-subscriptions-customers") { dialect in
+            [
                 """
                 CREATE TABLE events (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id \(dialect.autoIncrementingKey),
                     dedup_key TEXT NOT NULL UNIQUE,
                     kind TEXT NOT NULL,
-                    raw BLOB NOT NULL,
+                    raw \(dialect.bytes) NOT NULL,
                     record TEXT NOT NULL,
                     received_at BIGINT NOT NULL
                 )
@@ -53,39 +75,22 @@ enum Schema {
                     PRIMARY KEY (customer_id, bundle_id, environment, original_transaction_id)
                 )
                 """,
-            ],
-            postgres: [
+            ]
+        },
+        // Events stored before this migration (by a pre-release server) are not linked: the
+        // server had no release without it.
+        Migration(id: "v2-event-subscriptions") { _ in
+            [
                 """
-                CREATE TABLE events (
-                    id BIGSERIAL PRIMARY KEY,
-                    dedup_key TEXT NOT NULL UNIQUE,
-                    kind TEXT NOT NULL,
-                    raw BYTEA NOT NULL,
-                    record TEXT NOT NULL,
-                    received_at BIGINT NOT NULL
-                )
-                """,
-                """
-                CREATE TABLE subscriptions (
+                CREATE TABLE event_subscriptions (
                     bundle_id TEXT NOT NULL,
                     environment TEXT NOT NULL,
                     original_transaction_id TEXT NOT NULL,
-                    state TEXT,
-                    updated_at BIGINT NOT NULL,
-                    PRIMARY KEY (bundle_id, environment, original_transaction_id)
+                    event_id BIGINT NOT NULL REFERENCES events (id),
+                    PRIMARY KEY (bundle_id, environment, original_transaction_id, event_id)
                 )
-                """,
-                "CREATE INDEX subscriptions_original_transaction_id ON subscriptions (original_transaction_id)",
                 """
-                CREATE TABLE customer_subscriptions (
-                    customer_id TEXT NOT NULL,
-                    bundle_id TEXT NOT NULL,
-                    environment TEXT NOT NULL,
-                    original_transaction_id TEXT NOT NULL,
-                    linked_at BIGINT NOT NULL,
-                    PRIMARY KEY (customer_id, bundle_id, environment, original_transaction_id)
-                )
-                """,
-            ]),
+            ]
+        },
     ]
 }

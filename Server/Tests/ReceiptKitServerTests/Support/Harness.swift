@@ -105,15 +105,20 @@ struct TestServer: Sendable {
     let location: DatabaseLocation
     let searchPath: String?
 
-    /// Runs `test` against a server on a new database.
+    /// Runs `test` against a server on a new database (reached through `postgresPort` instead of
+    /// the test database's own port, if given).
     static func run(
         _ backend: Backend, environment: [String: String] = Vectors.environment, token: String? = testToken,
-        now: Date = Date(timeIntervalSince1970: 1_750_000_000), logger: Logger = .silent,
+        now: Date = Date(timeIntervalSince1970: 1_750_000_000), logger: Logger = .silent, postgresPort: Int? = nil,
         _ test: @escaping @Sendable (TestServer) async throws -> Void
     ) async throws {
         try await backend.withDatabase { location, searchPath in
             var configuration = try ServerConfiguration(environment: environment.merging(["PORT": "0"]) { $1 })
             configuration.database = location
+            if let postgresPort, case .postgres(var postgres) = location {
+                postgres.port = postgresPort
+                configuration.database = .postgres(postgres)
+            }
             configuration.apiToken = token
             let app = try buildApplication(
                 configuration: configuration, logger: logger, postgresSearchPath: searchPath, clock: { now })

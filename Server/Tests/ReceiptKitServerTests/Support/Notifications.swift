@@ -14,7 +14,7 @@ struct Payloads: Sendable {
     /// A signed auto-renewable subscription transaction.
     func transaction(
         id: String, original: String, purchase: Int64, expires: Int64, signed: Int64, token: String? = nil,
-        freeTrial: Bool = false, revocation: Int64? = nil, revocationReason: Int? = nil
+        freeTrial: Bool = false, revocation: Int64? = nil, revocationReason: Int? = nil, webOrderLineItemId: String? = nil
     ) throws -> String {
         var members: [String: Any] = [
             "transactionId": id, "originalTransactionId": original, "bundleId": Self.bundleId,
@@ -25,6 +25,7 @@ struct Payloads: Sendable {
             "price": freeTrial ? 0 : 9990, "currency": "USD",
         ]
         if let token { members["appAccountToken"] = token }
+        if let webOrderLineItemId { members["webOrderLineItemId"] = webOrderLineItemId }
         if freeTrial {
             members["offerType"] = 1
             members["offerDiscountType"] = "FREE_TRIAL"

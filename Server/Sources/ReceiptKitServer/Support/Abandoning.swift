@@ -1,0 +1,75 @@
+import Synchronization
+
+/// Runs `operation` in a task of its own and waits for it, but stops waiting as soon as the
+/// calling task is cancelled (throwing `CancellationError`), whether or not the operation notices.
+///
+/// A database call can wait where cancellation does not reach it — SQLite's busy handler, a
+/// PostgreSQL query blocked on a lock — and a request's timeout cancels the request's task: this
+/// is what lets the 503 go out at the timeout rather than when the database gives up. The
+/// abandoned operation is cancelled too and finishes on its own; a write it commits after its
+/// request was answered 503 is harmless, since the client retries and a replay changes nothing.
+///
+/// - Parameter operation: The work, typically one store call.
+/// - Returns: The operation's result, if it finished before the caller was cancelled.
+/// - Throws: The operation's error, or `CancellationError`.
+func abandoningOnCancel<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    let outcome = OnceOutcome<T>()
+    let task = Task {
+        do {
+            outcome.finish(.success(try await operation()))
+        } catch {
+            outcome.finish(.failure(error))
+        }
+    }
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { continuation in
+            outcome.wait(continuation)
+        }
+    } onCancel: {
+        task.cancel()
+        outcome.finish(.failure(CancellationError()))
+    }
+}
+
+/// The first of an operation's result and its caller's cancellation, handed to the one waiting
+/// continuation exactly once, whichever arrives first and whenever the continuation arrives.
+private final class OnceOutcome<T: Sendable>: Sendable {
+    private enum State {
+        case empty
+        case waiting(CheckedContinuation<T, any Error>)
+        case finished(Result<T, any Error>)
+        case delivered
+    }
+
+    private let state = Mutex(State.empty)
+
+    func wait(_ continuation: CheckedContinuation<T, any Error>) {
+        let result: Result<T, any Error>? = state.withLock { state in
+            switch state {
+            case .finished(let result):
+                state = .delivered
+                return result
+            default:
+                state = .waiting(continuation)
+                return nil
+            }
+        }
+        if let result { continuation.resume(with: result) }
+    }
+
+    func finish(_ result: Result<T, any Error>) {
+        let continuation: CheckedContinuation<T, any Error>? = state.withLock { state in
+            switch state {
+            case .empty:
+                state = .finished(result)
+                return nil
+            case .waiting(let continuation):
+                state = .delivered
+                return continuation
+            case .finished, .delivered:
+                return nil
+            }
+        }
+        continuation?.resume(with: result)
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import PostgresNIO
+import ReceiptKitServer
+import Testing
+
+/// The request timeout, and the answers while the database cannot take a write: `/readyz` is
+/// 503 so that a load balancer stops sending traffic, and the webhook is 503 so that Apple
+/// retries (it retries every answer but 200), with the retry stored once the database is back.
+@Suite("Request timeout and an unavailable database")
+struct AvailabilityTests {
+    /// The environment of a server whose requests time out after `seconds`.
+    static func environment(timeout seconds: String) -> [String: String] {
+        Vectors.environment.merging(["RECEIPTKIT_REQUEST_TIMEOUT": seconds]) { $1 }
+    }
+
+    @Test("RECEIPTKIT_REQUEST_TIMEOUT: 30 s by default, decimal seconds, anything else refused")
+    func timeoutConfiguration() throws {
+        #expect(try ServerConfiguration(environment: Vectors.environment).requestTimeout == .seconds(30))
+        #expect(try ServerConfiguration(environment: Self.environment(timeout: "0.2")).requestTimeout == .milliseconds(200))
+        #expect(try ServerConfiguration(environment: Self.environment(timeout: "45")).requestTimeout == .seconds(45))
+        for bad in ["0", "-1", "abc", "1e9", "nan"] {
+            let error = #expect(throws: ConfigurationError.self, "\(bad)") {
+                try ServerConfiguration(environment: Self.environment(timeout: bad))
+            }
+            #expect(error?.message.contains("RECEIPTKIT_REQUEST_TIMEOUT") == true, "\(bad)")
+        }
+    }
+
+    @Test("a client that sends part of a body and stalls is answered 503 timeout at the configured timeout", arguments: Backend.available)
+    func stalledBody(backend: Backend) async throws {
+        try await TestServer.run(backend, environment: Self.environment(timeout: "0.3")) { server in
+            let port = try #require(server.client.port)
+            let head = "POST /appstore/notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            // The whole (malformed) body: the server answers at once, so the client is sound.
+            let whole = head + "Content-Length: 2\r\n\r\n{}"
+            let prompt = try await rawExchange(port: port, send: Array(whole.utf8), readFor: .seconds(10))
+            #expect(prompt.hasPrefix("HTTP/1.1 400"), "\(prompt)")
+
+            // 1,000 bytes announced, 16 sent, then silence.
+            let partial = head + "Content-Length: 1000\r\n\r\n{\"signedPayload\""
+            let start = ContinuousClock.now
+            let answer = try await rawExchange(port: port, send: Array(partial.utf8), readFor: .seconds(10))
+            let elapsed = ContinuousClock.now - start
+            #expect(answer.hasPrefix("HTTP/1.1 503"), "\(answer)")
+            #expect(answer.contains(#""code":"timeout""#), "\(answer)")
+            #expect(elapsed >= .milliseconds(300) && elapsed < .seconds(5), "answered after \(elapsed)")
+
+            // The server still serves.
+            let healthy = try await server.get("/healthz", token: nil)
+            #expect(healthy.status == .ok)
+        }
+    }
+
+    @Test("while another connection holds the write lock: /readyz 503, the webhook 503 (Apple retries), the retry stored once", arguments: Backend.available)
+    func lockedDatabase(backend: Backend) async throws {
+        let document = try OpenAPIDocument()
+        let p = try Payloads()
+        let t0 = ms("2025-06-01T12:00:00Z")
+        let uuid = UUID().uuidString.lowercased()
+        let notification = try p.notification(
+            type: "SUBSCRIBED", subtype: "INITIAL_BUY", uuid: uuid, signed: t0,
+            transaction: p.transaction(id: "8001", original: "8001", purchase: t0, expires: t0 + 30 * day, signed: t0),
+            renewalInfo: nil)
+        try await TestServer.run(backend, environment: Self.environment(timeout: "0.5")) { server in
+            let ready = try await server.get("/readyz", token: nil)
+            #expect(ready.status == .ok, "\(ready.text)")
+
+            try await Backend.holdingWriteLock(server.location, searchPath: server.searchPath) {
+                var start = ContinuousClock.now
+                let notReady = try await server.get("/readyz", token: nil)
+                #expect(ContinuousClock.now - start < .seconds(3), "/readyz took \(ContinuousClock.now - start)")
+                try notReady.expectError(.serviceUnavailable, "database_unavailable")
+                try document.expect(notReady, answers: "get", "/readyz")
+
+                start = ContinuousClock.now
+                let refused = try await server.notify(notification)
+                #expect(ContinuousClock.now - start < .seconds(4), "the webhook took \(ContinuousClock.now - start)")
+                try refused.expectError(.serviceUnavailable, "timeout")
+                try document.expect(refused, answers: "post", "/appstore/notifications")
+
+                // The healthz route needs no database.
+                #expect(try await server.get("/healthz", token: nil).status == .ok)
+            }
+
+            // The lock is gone: ready again, and Apple's retry is 200, stored exactly once
+            // (whether or not the write cut short by the timeout committed meanwhile).
+            var readyAgain = try await server.get("/readyz", token: nil)
+            for _ in 0..<20 where readyAgain.status != .ok {
+                try await Task.sleep(for: .milliseconds(100))
+                readyAgain = try await server.get("/readyz", token: nil)
+            }
+            #expect(readyAgain.status == .ok, "\(readyAgain.text)")
+            let retried = try await server.notify(notification)
+            #expect(retried.status == .ok, "\(retried.text)")
+            try await server.withStore { store async throws in
+                #expect(try await store.eventCount(dedupKeys: ["notification:\(uuid)"]) == 1)
+                #expect(try await store.eventCount(dedupKeys: nil) == 1)
+            }
+        }
+    }
+
+    @Test(
+        "PostgreSQL gone (nothing listens where it was, its connections reset): /readyz 503, the webhook 503",
+        .enabled(if: Backend.postgresURL != nil, "RECEIPTKIT_TEST_POSTGRES_URL is unset"))
+    func postgresUnreachable() async throws {
+        guard let url = Backend.postgresURL, case .postgres(let postgres) = try DatabaseLocation(url: url) else {
+            return  // PostgresAvailabilityTests says why
+        }
+        let document = try OpenAPIDocument()
+        let p = try Payloads()
+        let t0 = ms("2025-06-01T12:00:00Z")
+        let notification = try p.notification(
+            type: "SUBSCRIBED", subtype: "INITIAL_BUY", signed: t0,
+            transaction: p.transaction(id: "8101", original: "8101", purchase: t0, expires: t0 + 30 * day, signed: t0),
+            renewalInfo: nil)
+        let forwarder = try TCPForwarder(to: postgres.port)
+        try await TestServer.run(.postgres, environment: Self.environment(timeout: "1"), postgresPort: forwarder.port) { server in
+            #expect(try await server.get("/readyz", token: nil).status == .ok)
+
+            forwarder.stop()
+            var start = ContinuousClock.now
+            let notReady = try await server.get("/readyz", token: nil)
+            #expect(ContinuousClock.now - start < .seconds(3), "/readyz took \(ContinuousClock.now - start)")
+            try notReady.expectError(.serviceUnavailable, "database_unavailable")
+            try document.expect(notReady, answers: "get", "/readyz")
+
+            // postgres-nio queues a query while it cannot connect: the request timeout answers.
+            start = ContinuousClock.now
+            let refused = try await server.notify(notification)
+            #expect(ContinuousClock.now - start < .seconds(5), "the webhook took \(ContinuousClock.now - start)")
+            #expect(refused.status == .serviceUnavailable, "\(refused.text)")
+            #expect(["timeout", "database_unavailable"].contains(try refused.errorCode()), "\(refused.text)")
+            try document.expect(refused, answers: "post", "/appstore/notifications")
+            #expect(try await server.get("/healthz", token: nil).status == .ok)
+        }
+    }
+}

@@ -1,0 +1,214 @@
+import Foundation
+import GRDB
+import Logging
+import PostgresNIO
+import ReceiptKitServer
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Backend {
+    /// Runs `body` while another connection holds the lock every write of an event needs:
+    /// SQLite's write lock (`BEGIN EXCLUSIVE` on a connection of its own; in WAL mode readers
+    /// still read), or an `ACCESS EXCLUSIVE` lock on PostgreSQL's `events` table. The database
+    /// answers, but nothing can be stored until the lock is released, as during another
+    /// process's long write or a migration.
+    static func holdingWriteLock(
+        _ location: DatabaseLocation, searchPath: String?, _ body: () async throws -> Void
+    ) async throws {
+        switch location {
+        case .sqlite(let path):
+            var configuration = Configuration()
+            configuration.allowsUnsafeTransactions = true  // the lock is held across accesses
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            try queue.inDatabase { try $0.execute(sql: "BEGIN EXCLUSIVE TRANSACTION") }
+            do {
+                try await body()
+            } catch {
+                try? queue.inDatabase { try $0.execute(sql: "ROLLBACK") }
+                throw error
+            }
+            try queue.inDatabase { try $0.execute(sql: "ROLLBACK") }
+            try queue.close()
+        case .postgres(let postgres):
+            let store = PostgresStore(location: postgres, searchPath: searchPath, logger: .silent)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await store.client.run() }
+                try await store.client.withConnection { connection in
+                    try await connection.query("BEGIN", logger: .silent)
+                    try await connection.query("LOCK TABLE events IN ACCESS EXCLUSIVE MODE", logger: .silent)
+                    do {
+                        try await body()
+                    } catch {
+                        try? await connection.query("ROLLBACK", logger: .silent)
+                        throw error
+                    }
+                    try await connection.query("ROLLBACK", logger: .silent)
+                }
+                group.cancelAll()
+            }
+        }
+    }
+}
+
+/// An HTTP/1.1 exchange over a plain loopback socket, for what a well-behaved client never does:
+/// sends `bytes` (say, a request's head and part of its body), then sends nothing more and reads
+/// until it has a whole response (by its Content-Length), the server closes, or `limit` passes.
+///
+/// - Returns: What the server sent, as text ("" when nothing came).
+func rawExchange(port: Int, send bytes: [UInt8], readFor limit: Duration) async throws -> String {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(with: Result { try blockingExchange(port: port, send: bytes, readFor: limit) })
+        }
+    }
+}
+
+struct SocketError: Error, CustomStringConvertible {
+    let description: String
+}
+
+private func blockingExchange(port: Int, send bytes: [UInt8], readFor limit: Duration) throws -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw SocketError(description: "socket: errno \(errno)") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { throw SocketError(description: "connect: errno \(errno)") }
+    let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
+    guard sent == bytes.count else { throw SocketError(description: "send: errno \(errno)") }
+
+    let deadline = ContinuousClock.now + limit
+    var received: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while ContinuousClock.now < deadline {
+        if isComplete(String(decoding: received, as: UTF8.self)) { break }
+        var pollDescriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let remaining = deadline - ContinuousClock.now
+        let milliseconds = max(1, Int32(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
+        guard poll(&pollDescriptor, 1, milliseconds) > 0 else { continue }
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count <= 0 { break }  // closed, or reset
+        received += buffer[0..<count]
+    }
+    return String(decoding: received, as: UTF8.self)
+}
+
+/// Whether `text` holds a response's head and as many body bytes as its Content-Length says.
+private func isComplete(_ text: String) -> Bool {
+    guard let end = text.range(of: "\r\n\r\n") else { return false }
+    let head = text[..<end.lowerBound].lowercased()
+    guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
+        let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+    else { return false }
+    return text[end.upperBound...].utf8.count >= length
+}
+
+/// A loopback port nothing listens on (bound once to find it free, then closed).
+func unusedLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw SocketError(description: "socket: errno \(errno)") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+        }
+    }
+    guard bound else { throw SocketError(description: "bind: errno \(errno)") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// A loopback TCP forwarder to a port: a database server that a test can make unreachable.
+/// ``stop()`` closes its listening socket (so nothing listens on ``port`` any more) and resets
+/// every connection it forwards, as a crashed database host or a network partition would.
+final class TCPForwarder: @unchecked Sendable {  // the sockets are guarded by `lock`
+    /// The port it listens on.
+    let port: Int
+    private let listener: Int32
+    private let lock = NSLock()
+    private var connections: [Int32] = []
+
+    /// Starts forwarding connections to `127.0.0.1:targetPort`.
+    init(to targetPort: Int) throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { throw SocketError(description: "socket: errno \(errno)") }
+        self.listener = listener
+        var address = loopback(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 64) == 0 && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        guard listening else { throw SocketError(description: "bind/listen: errno \(errno)") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in accept(forwardingTo: targetPort) }
+    }
+
+    /// Stops listening and resets every forwarded connection.
+    func stop() {
+        lock.withLock {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+            for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    private func accept(forwardingTo targetPort: Int) {
+        while true {
+            let client = Glibc.accept(listener, nil, nil)
+            guard client >= 0 else { return }  // stopped
+            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = loopback(port: targetPort)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else {
+                close(client)
+                close(upstream)
+                continue
+            }
+            lock.withLock { connections += [client, upstream] }
+            Thread.detachNewThread { Self.pump(from: client, to: upstream) }
+            Thread.detachNewThread { Self.pump(from: upstream, to: client) }
+        }
+    }
+
+    /// Copies bytes until either side ends, then ends both (the descriptors stay open until
+    /// the process exits: a test leaks a few).
+    private static func pump(from source: Int32, to destination: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        copying: while true {
+            let count = buffer.withUnsafeMutableBytes { recv(source, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { break }
+            var sent = 0
+            while sent < count {
+                let written = buffer[sent..<count].withUnsafeBytes { Glibc.send(destination, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard written > 0 else { break copying }
+                sent += written
+            }
+        }
+        shutdown(source, Int32(SHUT_RDWR))
+        shutdown(destination, Int32(SHUT_RDWR))
+    }
+}
+
+private func loopback(port: Int) -> sockaddr_in {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return address
+}
