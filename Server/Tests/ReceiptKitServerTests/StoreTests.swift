@@ -55,4 +55,38 @@ struct StoreTests {
             }
         }
     }
+
+    @Test("an event whose fold fails is rolled back alone; events written with it stay", arguments: Backend.available)
+    func failingEvent(backend: Backend) async throws {
+        struct FoldFailure: Error {}
+        let keys = (0..<20).map { SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "\($0)") }
+        try await backend.withDatabase { location, searchPath in
+            try await withStore(location, searchPath: searchPath) { store in
+                try await store.migrate()
+                // Posted at once, so that (on SQLite) they share transactions: the failing ones
+                // must not take the others with them, and must leave nothing behind.
+                let results = await withTaskGroup(of: (Int, Bool?).self) { group in
+                    for (index, key) in keys.enumerated() {
+                        group.addTask {
+                            var event = event("f\(index)", keys: [key], customer: "c")
+                            if index.isMultiple(of: 5) {
+                                event.folds = [KeyFold(key: key) { _ in throw FoldFailure() }]
+                            }
+                            return (index, try? await store.record(event))
+                        }
+                    }
+                    return await group.reduce(into: [Int: Bool?]()) { $0[$1.0] = $1.1 }
+                }
+                for (index, result) in results {
+                    #expect(result == (index.isMultiple(of: 5) ? nil : true), "event \(index)")
+                }
+                #expect(try await store.eventCount(dedupKeys: nil) == 16)
+                #expect(try await store.subscriptions(customerId: "c").count == 16)
+                for (index, key) in keys.enumerated() {
+                    let stored = try await store.subscriptions(originalTransactionId: key.originalTransactionId)
+                    #expect(stored.isEmpty == index.isMultiple(of: 5), "key \(index)")
+                }
+            }
+        }
+    }
 }

@@ -45,7 +45,7 @@ struct NotificationController {
         json.raw("{\"stored\":true,\"duplicate\":\(!isNew),\"notification_uuid\":")
         json.optionalString(record.notification?.notificationUUID)
         json.raw(",\"record\":")
-        json.raw(record.json())
+        json.raw(event.record)
         json.raw("}")
         return .json(json.text)
     }

@@ -65,7 +65,7 @@ struct TransactionController {
         // The entitlements object without its closing brace, then the event's members.
         json.raw(String(entitlements.dropLast()))
         json.raw(",\"duplicate\":\(!isNew),\"record\":")
-        json.raw(record.json())
+        json.raw(event.record)
         json.raw("}")
         return .json(json.text)
     }

@@ -3,11 +3,15 @@ public import ReceiptKit
 import GRDB
 
 /// The store in a SQLite file through GRDB: a `DatabasePool` in WAL mode (readers never wait for
-/// the writer), migrated by a `DatabaseMigrator`, every change in one `write { }` transaction.
-/// SQLite has one writer at a time, so two events for the same key are folded one after the
-/// other.
+/// the writer), migrated by a `DatabaseMigrator`. SQLite has one writer at a time, so two events
+/// for the same key are folded one after the other; events that arrive while a write runs are
+/// stored together in the next transaction (``GroupCommit``), each answered after that commit.
 public final class SQLiteStore: EntitlementStore {
     private let pool: DatabasePool
+    /// Events are written in batches: those that arrive while a transaction runs share the next.
+    private let writes: GroupCommit<NewEvent, Bool>
+    /// The most events one transaction stores.
+    private static let maximumBatch = 128
 
     /// Opens (or creates) the database file.
     ///
@@ -17,10 +21,15 @@ public final class SQLiteStore: EntitlementStore {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.label = "receiptkit"
+        let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
         } catch {
             throw StoreError("cannot open SQLite database \(path): \(error)")
+        }
+        self.pool = pool
+        self.writes = GroupCommit(maximumBatch: Self.maximumBatch) { events in
+            try await Self.commit(events, to: pool)
         }
     }
 
@@ -44,58 +53,89 @@ public final class SQLiteStore: EntitlementStore {
     }
 
     public func record(_ event: NewEvent) async throws -> Bool {
+        try await writes.submit(event)
+    }
+
+    /// One transaction over a batch of events (``GroupCommit``), each event in a savepoint of
+    /// its own, so that an event that fails (its key's stored state does not decode, say) is
+    /// rolled back alone and reported alone. When the transaction itself is gone (SQLite rolls
+    /// it back on some errors), the batch fails as a whole: nothing of it is reported stored.
+    private static func commit(_ events: [NewEvent], to pool: DatabasePool) async throws -> [Result<Bool, any Error>] {
         try await pool.write { db in
-            let inserted = try Int64.fetchOne(
-                db,
+            var results: [Result<Bool, any Error>] = []
+            results.reserveCapacity(events.count)
+            for event in events {
+                var isNew = false
+                do {
+                    try db.inSavepoint {
+                        isNew = try insert(event, into: db)
+                        return .commit
+                    }
+                    results.append(.success(isNew))
+                } catch {
+                    guard db.isInsideTransaction else { throw error }
+                    results.append(.failure(error))
+                }
+            }
+            return results
+        }
+    }
+
+    /// Stores one event and folds it into its keys' states (a replay changes no state); adds its
+    /// customer links in any case. The statements are prepared once per connection.
+    ///
+    /// - Returns: Whether the event is new.
+    private static func insert(_ event: NewEvent, into db: Database) throws -> Bool {
+        let inserted = try Int64.fetchOne(
+            db.cachedStatement(
                 sql: """
                     INSERT INTO events (dedup_key, kind, raw, record, received_at) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (dedup_key) DO NOTHING RETURNING id
-                    """,
-                arguments: [event.dedupKey, event.kind, Data(event.raw), event.record, event.receivedAt])
-            if let eventId = inserted {
-                for fold in event.orderedFolds {
-                    let key = fold.key
-                    try db.execute(
-                        sql: """
-                            INSERT INTO event_subscriptions (bundle_id, environment, original_transaction_id, event_id)
-                            VALUES (?, ?, ?, ?)
-                            """,
-                        arguments: [key.bundleId, key.environment, key.originalTransactionId, eventId])
-                    let stored = try String.fetchOne(
-                        db,
+                    """),
+            arguments: [event.dedupKey, event.kind, Data(event.raw), event.record, event.receivedAt])
+        if let eventId = inserted {
+            for fold in event.orderedFolds {
+                let key = fold.key
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO event_subscriptions (bundle_id, environment, original_transaction_id, event_id)
+                        VALUES (?, ?, ?, ?)
+                        """
+                ).execute(arguments: [key.bundleId, key.environment, key.originalTransactionId, eventId])
+                let stored = try String.fetchOne(
+                    db.cachedStatement(
                         sql: """
                             SELECT state FROM subscriptions
                             WHERE bundle_id = ? AND environment = ? AND original_transaction_id = ?
-                            """,
-                        arguments: [key.bundleId, key.environment, key.originalTransactionId])
-                    let state = try fold.fold(stored.map { Data($0.utf8) })
-                    try db.execute(
-                        sql: """
-                            INSERT INTO subscriptions (bundle_id, environment, original_transaction_id, state, updated_at)
-                            VALUES (?, ?, ?, ?, ?)
-                            ON CONFLICT (bundle_id, environment, original_transaction_id)
-                            DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
-                            """,
-                        arguments: [
-                            key.bundleId, key.environment, key.originalTransactionId, String(decoding: state, as: UTF8.self),
-                            event.receivedAt,
-                        ])
-                }
-            }
-            for link in event.orderedLinks {
-                try db.execute(
+                            """),
+                    arguments: [key.bundleId, key.environment, key.originalTransactionId])
+                let state = try fold.fold(stored.map { Data($0.utf8) })
+                try db.cachedStatement(
                     sql: """
-                        INSERT INTO customer_subscriptions
-                            (customer_id, bundle_id, environment, original_transaction_id, linked_at)
-                        VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-                        """,
-                    arguments: [
-                        link.customerId, link.key.bundleId, link.key.environment, link.key.originalTransactionId,
-                        event.receivedAt,
-                    ])
+                        INSERT INTO subscriptions (bundle_id, environment, original_transaction_id, state, updated_at)
+                        VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT (bundle_id, environment, original_transaction_id)
+                        DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
+                        """
+                ).execute(arguments: [
+                    key.bundleId, key.environment, key.originalTransactionId, String(decoding: state, as: UTF8.self),
+                    event.receivedAt,
+                ])
             }
-            return inserted != nil
         }
+        for link in event.orderedLinks {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO customer_subscriptions
+                        (customer_id, bundle_id, environment, original_transaction_id, linked_at)
+                    VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    """
+            ).execute(arguments: [
+                link.customerId, link.key.bundleId, link.key.environment, link.key.originalTransactionId,
+                event.receivedAt,
+            ])
+        }
+        return inserted != nil
     }
 
     public func subscriptions(customerId: String) async throws -> [StoredSubscription] {

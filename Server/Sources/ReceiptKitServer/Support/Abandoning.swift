@@ -21,19 +21,12 @@ func abandoningOnCancel<T: Sendable>(_ operation: @escaping @Sendable () async t
             outcome.finish(.failure(error))
         }
     }
-    return try await withTaskCancellationHandler {
-        try await withCheckedThrowingContinuation { continuation in
-            outcome.wait(continuation)
-        }
-    } onCancel: {
-        task.cancel()
-        outcome.finish(.failure(CancellationError()))
-    }
+    return try await outcome.value { task.cancel() }
 }
 
 /// The first of an operation's result and its caller's cancellation, handed to the one waiting
 /// continuation exactly once, whichever arrives first and whenever the continuation arrives.
-private final class OnceOutcome<T: Sendable>: Sendable {
+final class OnceOutcome<T: Sendable>: Sendable {
     private enum State {
         case empty
         case waiting(CheckedContinuation<T, any Error>)
@@ -43,7 +36,20 @@ private final class OnceOutcome<T: Sendable>: Sendable {
 
     private let state = Mutex(State.empty)
 
-    func wait(_ continuation: CheckedContinuation<T, any Error>) {
+    /// Waits for the result, or throws `CancellationError` as soon as the calling task is
+    /// cancelled (after calling `onCancel`).
+    func value(onCancel: @Sendable () -> Void = {}) async throws -> T {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                wait(continuation)
+            }
+        } onCancel: {
+            onCancel()
+            finish(.failure(CancellationError()))
+        }
+    }
+
+    private func wait(_ continuation: CheckedContinuation<T, any Error>) {
         let result: Result<T, any Error>? = state.withLock { state in
             switch state {
             case .finished(let result):
