@@ -44,6 +44,9 @@ struct RequestLogMiddleware: RouterMiddleware {
         let route = context.endpointPath ?? "unmatched"
         metrics.request(route: route, method: request.method.rawValue, status: response.status.code, duration: elapsed)
 
+        // The log line's metadata is built only when the line is written (LOG_LEVEL info or
+        // more verbose): under load it is a measurable part of a request.
+        guard context.logger.logLevel <= .info else { return response }
         let notes = context.notes.snapshot
         var metadata: Logger.Metadata = [
             "route": .string(route),

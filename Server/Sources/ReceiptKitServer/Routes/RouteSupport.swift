@@ -52,11 +52,11 @@ struct RouteEnvironment: Sendable {
     }
 
     /// Stores an event; any database failure is a 503. Stops waiting when the request is
-    /// cancelled (its timeout), even while the database still waits for a lock.
+    /// cancelled (its timeout), even while the database still waits for a lock (the store's
+    /// ``EntitlementStore/record(_:)`` promises that).
     func store(_ event: NewEvent, context: ServerRequestContext) async throws -> Bool {
         do {
-            let store = self.store
-            let isNew = try await abandoningOnCancel { try await store.record(event) }
+            let isNew = try await store.record(event)
             context.notes.update { $0.duplicate = !isNew }
             return isNew
         } catch let error as APIError {

@@ -18,6 +18,10 @@ public protocol EntitlementStore: Sendable {
     /// Stores a verified input and, if it is new, folds it into each of its keys' state; adds its
     /// customer links in any case. One transaction.
     ///
+    /// Stops waiting as soon as the calling task is cancelled (a request's timeout), throwing
+    /// `CancellationError`, even while the database still waits for a lock; the write may then
+    /// still commit, which is harmless (the client retries, and a replay changes nothing).
+    ///
     /// - Returns: `true` when the event is new, `false` when its dedup key was already stored
     ///   (a replay, which changes no state).
     func record(_ event: NewEvent) async throws -> Bool

@@ -79,6 +79,11 @@ public final class PostgresStore: EntitlementStore {
     }
 
     public func record(_ event: NewEvent) async throws -> Bool {
+        try await abandoningOnCancel { try await self.write(event) }
+    }
+
+    /// ``record(_:)``'s transaction.
+    private func write(_ event: NewEvent) async throws -> Bool {
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { connection in
             let raw = ByteBuffer(bytes: event.raw)
