@@ -3,7 +3,7 @@ public import ReceiptKit
 /// One transaction in the shape Apple's verifyReceipt endpoint gave it: an element of the
 /// receipt's `in_app` array or of `latest_receipt_info`.
 ///
-/// The element is rendered from a ``ReceiptKit/NormalizedTransaction`` by the rules Apple's own
+/// The element is rendered from a `NormalizedTransaction` by the rules Apple's own
 /// responses follow: numbers and flags are strings (`"1"`, `"true"`), every date comes as `X`
 /// (`yyyy-MM-dd HH:mm:ss Etc/GMT`), `X_ms` and `X_pst` (`America/Los_Angeles`), absent values and
 /// a web order line item id of 0 are omitted, `is_trial_period` is always present. Members come in
