@@ -53,11 +53,18 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // A real `openssl ocsp` responder on loopback, for the revocation tests and the benchmark;
+        // not a product.
+        .target(
+            name: "ReceiptKitTestSupport",
+            swiftSettings: strictSettings
+        ),
         // Measures verify-receipt against `openssl speed`; not part of `swift test`.
         .executableTarget(
             name: "receiptkit-benchmark",
-            // libcrypto signs the synthetic archive of distinct transactions `--state` is measured on.
-            dependencies: ["CReceiptKitOpenSSL"],
+            // libcrypto signs the synthetic archive of distinct transactions `--state` is measured
+            // on; the OCSP part starts a responder.
+            dependencies: ["CReceiptKitOpenSSL", "ReceiptKitTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -65,7 +72,7 @@ let package = Package(
             // OpenSSL signs payloads under the test PKI; the CLI is built for end-to-end tests, and
             // the manifest tests read their options with its own parser (ArgumentParser).
             dependencies: [
-                "ReceiptKit", "ReceiptKitFormats", "CReceiptKitOpenSSL", "verify-receipt",
+                "ReceiptKit", "ReceiptKitFormats", "CReceiptKitOpenSSL", "verify-receipt", "ReceiptKitTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings

@@ -41,7 +41,8 @@ extension VerificationOutcome {
     /// Apple's own responses follow: numbers inside `in_app` are strings, flags are `"true"` or
     /// `"false"`, every date comes as `X` (`yyyy-MM-dd HH:mm:ss Etc/GMT`), `X_ms` (a string) and
     /// `X_pst` (`America/Los_Angeles`), absent dates and a web order line item id of 0 are
-    /// omitted, `is_trial_period` is always present, and `in_app` keeps the receipt's order.
+    /// omitted, `is_trial_period` is always present, and `in_app` keeps the receipt's order (each
+    /// element is a ``VerifyReceiptTransaction``).
     /// `latest_receipt_info`, `latest_receipt` and `pending_renewal_info` are not rendered: they
     /// come from Apple's servers, not from the receipt.
     ///
@@ -102,7 +103,7 @@ extension AppReceipt {
             json.member("in_app") { json in
                 json.array { json in
                     for purchase in inAppPurchases {
-                        json.element { purchase.writeVerifyReceipt(to: &$0) }
+                        json.element { VerifyReceiptTransaction(purchase, of: self).write(to: &$0) }
                     }
                 }
             }
@@ -110,32 +111,10 @@ extension AppReceipt {
     }
 }
 
-extension InAppPurchase {
-    /// Writes one element of verifyReceipt's `in_app` array.
-    fileprivate func writeVerifyReceipt(to writer: inout JSONWriter) {
-        writer.object { json in
-            if let quantity { json.member("quantity", String(quantity)) }
-            json.member("product_id", productId)
-            json.member("transaction_id", transactionId)
-            if let originalTransactionId { json.member("original_transaction_id", originalTransactionId) }
-            json.verifyReceiptDate("purchase_date", purchaseDate)
-            json.verifyReceiptDate("original_purchase_date", originalPurchaseDate)
-            json.verifyReceiptDate("expires_date", expiresDate)
-            json.verifyReceiptDate("cancellation_date", cancellationDate)
-            if let webOrderLineItemId, webOrderLineItemId != 0 {
-                json.member("web_order_line_item_id", String(webOrderLineItemId))
-            }
-            json.member("is_trial_period", isTrialPeriod ? "true" : "false")
-            if let isInIntroOfferPeriod { json.member("is_in_intro_offer_period", isInIntroOfferPeriod ? "true" : "false") }
-            if let promotionalOfferId { json.member("promotional_offer_id", promotionalOfferId) }
-        }
-    }
-}
-
 extension JSONWriter {
     /// Writes verifyReceipt's three members for a date, `name`, `name_ms` and `name_pst`, or
     /// nothing when `date` is `nil`.
-    fileprivate mutating func verifyReceiptDate(_ name: String, _ date: Timestamp?) {
+    mutating func verifyReceiptDate(_ name: String, _ date: Timestamp?) {
         guard let date else { return }
         member(JSONKey(name), PacificTime.format(date, offsetSeconds: 0) + " Etc/GMT")
         member(JSONKey(name + "_ms"), String(date.millisecondsSince1970))

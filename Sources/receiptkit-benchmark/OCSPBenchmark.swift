@@ -1,18 +1,15 @@
 // The revocation part of the benchmark: a throwaway CA under the test PKI's intermediate, a leaf
 // whose AIA names a real `openssl ocsp` responder on loopback, and JWS signed by that leaf.
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import ReceiptKitTestSupport
 
 final class OCSPBenchmark {
     /// The responder currently running, stopped before any early exit.
     nonisolated(unsafe) static var running: OCSPBenchmark?
 
     let directory: URL
-    let responder = Process()
-    let log: URL
+    /// The `openssl ocsp` process the leaf's AIA names.
+    private var responder: OCSPResponder?
     /// The typical transactions, re-signed by the new leaf.
     private(set) var tokens: [String] = []
 
@@ -24,7 +21,6 @@ final class OCSPBenchmark {
     ///   - typicalJWS: JWS whose payloads are re-signed by the new leaf.
     init(root: String, directory parent: URL, typicalJWS: [String]) throws {
         directory = parent.appendingPathComponent("ocsp")
-        log = directory.appendingPathComponent("responder.log")
         let pki = "\(root)/TestVectors/pki"
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("newcerts"), withIntermediateDirectories: true)
         try run(["x509", "-inform", "DER", "-in", "\(pki)/intermediate.der", "-out", "ca.pem"])
@@ -47,28 +43,16 @@ final class OCSPBenchmark {
             [ any ]
             commonName = supplied
             """.utf8).write(to: directory.appendingPathComponent("ca.cnf"))
-        let port = try Self.freePort()
+        let port = try OCSPResponder.freePort()
         try issue("responder", ["extendedKeyUsage = OCSPSigning"])
         try issue("leaf", ["1.2.840.113635.100.6.11.1 = DER:0500", "authorityInfoAccess = OCSP;URI:http://127.0.0.1:\(port)/ocsp"])
 
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        responder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        responder.arguments = ["openssl", "ocsp", "-index", "index.txt", "-port", "\(port)", "-rsigner", "responder.pem",
-                               "-rkey", "responder.key", "-CA", "ca.pem", "-nmin", "60", "-ignore_err"]
-        responder.currentDirectoryURL = directory
-        let handle = try FileHandle(forWritingTo: log)
-        responder.standardOutput = handle
-        responder.standardError = handle
-        try responder.run()
+        responder = try OCSPResponder(
+            directory: directory, caCertificate: directory.appendingPathComponent("ca.pem"),
+            signerCertificate: directory.appendingPathComponent("responder.pem"),
+            signerKey: directory.appendingPathComponent("responder.key"), port: port,
+            log: directory.appendingPathComponent("responder.log"))
         Self.running = self
-        let deadline = Date().addingTimeInterval(10)
-        while !((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("waiting for OCSP client connections") {
-            guard Date() < deadline, responder.isRunning else {
-                stop()
-                throw CocoaError(.fileReadUnknown)
-            }
-            usleep(20_000)
-        }
 
         let leaf = try Data(contentsOf: directory.appendingPathComponent("leaf.der")).base64EncodedString()
         let intermediate = try Data(contentsOf: URL(fileURLWithPath: "\(pki)/intermediate.der")).base64EncodedString()
@@ -84,7 +68,7 @@ final class OCSPBenchmark {
 
     /// How many requests the responder has received (it logs each).
     var responderRequests: Int {
-        ((try? String(contentsOf: log, encoding: .utf8)) ?? "").components(separatedBy: "Received request").count - 1
+        responder?.requests ?? 0
     }
 
     /// Runs verify-receipt once over `input` and returns the revocation line of its `--summary`.
@@ -105,12 +89,7 @@ final class OCSPBenchmark {
     /// Stops the responder, by its PID only.
     func stop() {
         Self.running = nil
-        guard responder.isRunning else { return }
-        kill(responder.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(0.5)
-        while responder.isRunning, Date() < deadline { usleep(10_000) }
-        if responder.isRunning { kill(responder.processIdentifier, SIGKILL) }
-        responder.waitUntilExit()
+        responder?.stop()
     }
 
     private func issue(_ name: String, _ extensions: [String]) throws {
@@ -163,22 +142,5 @@ final class OCSPBenchmark {
     private static func base64URL(_ data: Data) -> String {
         data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
-    }
-
-    /// A port nothing listens on: bound to 127.0.0.1:0 and released.
-    private static func freePort() throws -> UInt16 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
-            }
-        }
-        guard descriptor >= 0, bound else { throw CocoaError(.fileWriteUnknown) }
-        return UInt16(bigEndian: address.sin_port)
     }
 }

@@ -27,12 +27,21 @@ struct VerifyReceiptRouteTests {
             #expect(!inApp.isEmpty)
             #expect(latest.count == inApp.count, "\(verified.text)")
             Self.expectAppleShape(latest)
-            // Nothing newer is known of these transactions than the receipt itself, so each is
-            // exactly what ReceiptKit's verifyReceipt rendering writes in receipt.in_app.
+            // Nothing newer is known of these transactions than the receipt itself, and both
+            // arrays come from ReceiptKit's one renderer (VerifyReceiptTransaction), so each
+            // element is its in_app element member for member, with no member more or less —
+            // but is_in_intro_offer_period: the stored (normalized) transaction always states it,
+            // the receipt writes it for subscriptions only.
             for purchase in inApp {
                 let id = try #require(purchase["transaction_id"] as? String)
-                let info = try #require(latest.first { $0["transaction_id"] as? String == id }, "\(id) is not in latest_receipt_info")
-                for (member, value) in purchase {
+                var info = try #require(latest.first { $0["transaction_id"] as? String == id }, "\(id) is not in latest_receipt_info")
+                var own = purchase
+                let storedFlag = try #require(info.removeValue(forKey: "is_in_intro_offer_period") as? String, "\(id)")
+                if let written = own.removeValue(forKey: "is_in_intro_offer_period") {
+                    #expect(storedFlag == written as? String, "\(id).is_in_intro_offer_period")
+                }
+                #expect(Set(info.keys) == Set(own.keys), "\(id): \(info.keys.sorted()) ≠ \(own.keys.sorted())")
+                for (member, value) in own {
                     #expect(info[member] as? String == value as? String, "\(id).\(member): \(info[member] ?? "absent") ≠ \(value)")
                 }
             }

@@ -160,3 +160,104 @@ extension NormalizedTransaction.Offer {
         json.member("period", period)
     }
 }
+
+// MARK: Reading a record back
+
+extension NormalizedTransaction: Decodable {
+    private enum CodingKeys: String, CodingKey {
+        case source, environment, quantity, offer, price, storefront
+        case bundleId = "bundle_id"
+        case productId = "product_id"
+        case productType = "product_type"
+        case transactionId = "transaction_id"
+        case originalTransactionId = "original_transaction_id"
+        case webOrderLineItemId = "web_order_line_item_id"
+        case subscriptionGroupId = "subscription_group_id"
+        case purchaseDate = "purchase_date"
+        case originalPurchaseDate = "original_purchase_date"
+        case expiresDate = "expires_date"
+        case revocationDate = "revocation_date"
+        case revocationReason = "revocation_reason"
+        case isUpgraded = "is_upgraded"
+        case ownershipType = "ownership_type"
+        case transactionReason = "transaction_reason"
+        case storefrontId = "storefront_id"
+        case appAccountToken = "app_account_token"
+        case appTransactionId = "app_transaction_id"
+        case signedDate = "signed_date"
+    }
+
+    /// The schema's `offer` object, its members as the schema names them.
+    private struct SchemaOffer: Decodable {
+        let type: String?
+        let id: String?
+        let discountType: String?
+        let period: String?
+
+        private enum CodingKeys: String, CodingKey {
+            case type, id, period
+            case discountType = "discount_type"
+        }
+    }
+
+    /// The schema's `price` object.
+    private struct SchemaPrice: Decodable {
+        let milliunits: Int64
+        let currency: String?
+    }
+
+    /// Reads back a transaction of a record's `transactions` array, as ReceiptKit renders it
+    /// (`docs/output-schema.md`): decoding a rendered transaction gives a value equal to the one
+    /// rendered.
+    ///
+    /// Member names are matched as the schema spells them, in snake_case, so decode with the
+    /// default key strategy (not `convertFromSnakeCase`). A missing member reads as `null`; dates
+    /// are the schema's RFC 3339 text (`2025-06-01T12:00:00.000Z`).
+    ///
+    /// - Parameter decoder: A decoder positioned at the transaction's JSON object.
+    /// - Throws: `DecodingError` when `source` is missing or unknown, a member has another JSON
+    ///   type than the schema's, or a date is not RFC 3339 text.
+    public init(from decoder: any Decoder) throws {
+        let json = try decoder.container(keyedBy: CodingKeys.self)
+        func date(_ key: CodingKeys) throws -> Timestamp? {
+            guard let text = try json.decodeIfPresent(String.self, forKey: key) else { return nil }
+            guard let date = Timestamp(rfc3339: text) else {
+                throw DecodingError.dataCorruptedError(forKey: key, in: json, debugDescription: "not an RFC 3339 date: \(text)")
+            }
+            return date
+        }
+        let sourceName = try json.decode(String.self, forKey: .source)
+        guard let source = Source(rawValue: sourceName) else {
+            throw DecodingError.dataCorruptedError(forKey: .source, in: json, debugDescription: "not a source: \(sourceName)")
+        }
+        self.source = source
+        environment = try json.decodeIfPresent(String.self, forKey: .environment)
+        bundleId = try json.decodeIfPresent(String.self, forKey: .bundleId)
+        productId = try json.decodeIfPresent(String.self, forKey: .productId)
+        productType = try json.decodeIfPresent(String.self, forKey: .productType)
+        transactionId = try json.decodeIfPresent(String.self, forKey: .transactionId)
+        originalTransactionId = try json.decodeIfPresent(String.self, forKey: .originalTransactionId)
+        webOrderLineItemId = try json.decodeIfPresent(String.self, forKey: .webOrderLineItemId)
+        subscriptionGroupId = try json.decodeIfPresent(String.self, forKey: .subscriptionGroupId)
+        quantity = try json.decodeIfPresent(Int64.self, forKey: .quantity)
+        purchaseDate = try date(.purchaseDate)
+        originalPurchaseDate = try date(.originalPurchaseDate)
+        expiresDate = try date(.expiresDate)
+        revocationDate = try date(.revocationDate)
+        revocationReason = try json.decodeIfPresent(String.self, forKey: .revocationReason)
+        isUpgraded = try json.decodeIfPresent(Bool.self, forKey: .isUpgraded)
+        ownershipType = try json.decodeIfPresent(String.self, forKey: .ownershipType)
+        transactionReason = try json.decodeIfPresent(String.self, forKey: .transactionReason)
+        offer = try json.decodeIfPresent(SchemaOffer.self, forKey: .offer).map {
+            Offer(normalizedType: $0.type, id: $0.id, discountType: $0.discountType, period: $0.period)
+        }
+        price = try json.decodeIfPresent(SchemaPrice.self, forKey: .price).map {
+            Price(milliunits: $0.milliunits, currency: $0.currency)
+        }
+        storefront = try json.decodeIfPresent(String.self, forKey: .storefront)
+        storefrontId = try json.decodeIfPresent(String.self, forKey: .storefrontId)
+        appAccountToken = try json.decodeIfPresent(String.self, forKey: .appAccountToken)
+        appTransactionId = try json.decodeIfPresent(String.self, forKey: .appTransactionId)
+        signedDate = try date(.signedDate)
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptKitTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -170,95 +171,18 @@ final class TestCA: @unchecked Sendable {
     }
 }
 
-/// A real `openssl ocsp` responder on a loopback port, answering from a ``TestCA``'s index.
-///
-/// OpenSSL 3.0's `-port` takes a port number only, so the responder listens on the wildcard
-/// address; every request is sent to 127.0.0.1. Only this process is ever stopped, by its PID.
-final class OCSPResponder: @unchecked Sendable {
-    // @unchecked: started and stopped by one test.
-    let process = Process()
-    let port: UInt16
-    let log: URL
-
-    /// `http://127.0.0.1:PORT/ocsp`, for certificates' AIA.
-    var url: String { "http://127.0.0.1:\(port)/ocsp" }
-
-    /// Starts a responder.
+extension OCSPResponder {
+    /// Starts a responder answering from `ca`'s index, its log beside the index.
     ///
     /// - Parameters:
     ///   - ca: The CA whose index it answers from.
     ///   - signer: The certificate it signs answers with (and its key).
-    ///   - port: The port (see ``freePort()``).
+    ///   - port: The port (see ``OCSPResponder/freePort()``).
     ///   - validityMinutes: Its answers' nextUpdate, in minutes after thisUpdate.
-    init(ca: TestCA, signer: TestCA.Issued, port: UInt16, validityMinutes: Int = 60) throws {
-        self.port = port
-        log = ca.directory.appendingPathComponent("ocsp-\(port).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "ocsp", "-index", "index.txt", "-port", "\(port)", "-rsigner", signer.pem.path,
-                             "-rkey", signer.key.path, "-CA", ca.certificate.path, "-nmin", "\(validityMinutes)",
-                             "-ignore_err"]
-        process.currentDirectoryURL = ca.directory
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        // Ready when it says so, within 10 seconds. (Not by connecting to it: the responder
-        // takes the first connection as its next request and stalls on one that sends nothing.)
-        let deadline = Date().addingTimeInterval(10)
-        while !((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("waiting for OCSP client connections") {
-            guard Date() < deadline, process.isRunning else {
-                stop()
-                throw ResponderError(message: "openssl ocsp did not start on port \(port): \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
-            }
-            usleep(20_000)
-        }
-    }
-
-    struct ResponderError: Error, CustomStringConvertible {
-        let message: String
-        var description: String { message }
-    }
-
-    /// How many requests it has received (it logs each on standard error, unbuffered).
-    var requests: Int {
-        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        return text.components(separatedBy: "Received request").count - 1
-    }
-
-    /// Stops this responder's process (SIGTERM, then SIGKILL after half a second: `openssl ocsp`
-    /// takes over a second to act on SIGTERM while it waits in accept), by its PID only.
-    func stop() {
-        guard process.isRunning else { return }
-        let pid = process.processIdentifier
-        kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(0.5)
-        while process.isRunning, Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(pid, SIGKILL) }
-        process.waitUntilExit()
-    }
-
-    deinit {
-        stop()
-    }
-
-    /// A port nothing listens on at the moment: bound to 127.0.0.1:0 and released.
-    static func freePort() throws -> UInt16 {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(socketFD >= 0)
-        defer { close(socketFD) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(socketFD, pointer, length) == 0 && getsockname(socketFD, pointer, &length) == 0
-            }
-        }
-        try #require(bound)
-        return UInt16(bigEndian: address.sin_port)
+    convenience init(ca: TestCA, signer: TestCA.Issued, port: UInt16, validityMinutes: Int = 60) throws {
+        try self.init(
+            directory: ca.directory, caCertificate: ca.certificate, signerCertificate: signer.pem, signerKey: signer.key,
+            port: port, validityMinutes: validityMinutes, log: ca.directory.appendingPathComponent("ocsp-\(port).log"))
     }
 }
 
@@ -283,7 +207,7 @@ final class SilentListener: @unchecked Sendable {
         }
         guard ok, listen(socketFD, 16) == 0 else {
             close(socketFD)
-            throw OCSPResponder.ResponderError(message: "cannot listen on 127.0.0.1")
+            throw OCSPResponder.StartError(message: "cannot listen on 127.0.0.1")
         }
         self.socketFD = socketFD
         port = UInt16(bigEndian: address.sin_port)

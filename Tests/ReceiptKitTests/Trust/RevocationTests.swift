@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKit
+import ReceiptKitTestSupport
 import Testing
 
 /// A leaf issued at test time under the test PKI's intermediate, whose AIA names a real

@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKit
+import ReceiptKitFormats
 
 /// `latest_receipt_info` and `pending_renewal_info` of a `POST /verifyReceipt` answer, in the
 /// shape Apple's deprecated endpoint gave them, from what the service has stored for the
@@ -8,15 +9,14 @@ import ReceiptKit
 ///
 /// - `latest_receipt_info`: every transaction of those keys, once each — the copy signed last
 ///   (a renewal that arrived by notification, a refund's revoked copy) — newest purchase first,
-///   as Apple's endpoint listed them in its later years. Each element has the members, value
-///   rules and order of Apple's: numbers and flags as strings, each date as `X`, `X_ms`, `X_pst`
-///   (formatted as ReceiptKit's `in_app` rendering formats them: the receipt's own purchases
-///   render the same here as in `receipt.in_app`), `cancellation_date*` and `cancellation_reason`
-///   for a revoked transaction.
+///   as Apple's endpoint listed them in its later years. Each element is ReceiptKit's
+///   `VerifyReceiptTransaction` of the stored transaction, the renderer of the receipt's own
+///   `in_app` elements, with the revocation a `REFUND` or `REVOKE` notification reports.
 /// - `pending_renewal_info`: one element per auto-renewable subscription among the keys, from its
 ///   renewal info signed last.
 ///
-/// Only the records are read, never the raw inputs again: they were verified when stored.
+/// Only the records are read, never the raw inputs again: they were verified when stored, and
+/// their transactions decode back into the `NormalizedTransaction` values they were rendered from.
 enum VerifyReceiptHistory {
     /// The two arrays' JSON text.
     ///
@@ -30,9 +30,9 @@ enum VerifyReceiptHistory {
     static func render(
         events: [StoredEvent], keys: Set<SubscriptionKey>, excludeOldTransactions: Bool = false
     ) throws -> (latest: String, pending: String) {
+        // The record's members by their schema names, as NormalizedTransaction decodes them.
         let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        var transactions: [TransactionSlot: (copy: StoredRecord.Transaction, date: Int64)] = [:]
+        var transactions: [TransactionSlot: (element: VerifyReceiptTransaction, key: SubscriptionKey, date: Int64)] = [:]
         var renewalInfos: [SubscriptionKey: (copy: StoredRecord.RenewalInfo, date: Int64)] = [:]
         for event in events {
             let record: StoredRecord
@@ -44,15 +44,16 @@ enum VerifyReceiptHistory {
             let eventDate = record.app?.receiptCreationDate?.milliseconds ?? record.notification?.signedDate?.milliseconds
                 ?? event.receivedAt
             let isRevocation = ["REFUND", "REVOKE"].contains(record.notification?.type)
-            for var transaction in record.transactions ?? [] {
-                guard let id = transaction.transactionId, let key = transaction.key, keys.contains(key) else { continue }
-                if isRevocation, transaction.revocationDate == nil {
-                    transaction.revocationDate = record.notification?.signedDate
+            for transaction in record.transactions ?? [] {
+                guard let id = transaction.transactionId, let key = SubscriptionKey(transaction), keys.contains(key) else { continue }
+                var element = VerifyReceiptTransaction(transaction)
+                if isRevocation, element.cancellationDate == nil {
+                    element.cancellationDate = record.notification?.signedDate?.timestamp
                 }
-                let date = transaction.signedDate?.milliseconds ?? eventDate
+                let date = transaction.signedDate?.millisecondsSince1970 ?? eventDate
                 let slot = TransactionSlot(key: key, transactionId: id)
                 if let known = transactions[slot], known.date > date { continue }
-                transactions[slot] = (transaction, date)
+                transactions[slot] = (element, key, date)
             }
             if let info = record.renewalInfo, let key = keys.first(where: { info.belongs(to: $0) }) {
                 let date = info.signedDate?.milliseconds ?? eventDate
@@ -60,27 +61,28 @@ enum VerifyReceiptHistory {
             }
         }
 
-        var latest = transactions.values.map { $0.copy }.sorted {
-            ($0.purchaseDate?.milliseconds ?? .min, $0.transactionId ?? "") > ($1.purchaseDate?.milliseconds ?? .min, $1.transactionId ?? "")
+        var latest = transactions.values.map { (element: $0.element, key: $0.key) }.sorted {
+            let (lhs, rhs) = ($0.element.transaction, $1.element.transaction)
+            return (lhs.purchaseDate?.millisecondsSince1970 ?? .min, lhs.transactionId ?? "")
+                > (rhs.purchaseDate?.millisecondsSince1970 ?? .min, rhs.transactionId ?? "")
+        }
+        let isSubscription = { (listed: (element: VerifyReceiptTransaction, key: SubscriptionKey)) in
+            listed.element.transaction.productType == "auto_renewable_subscription"
         }
         if excludeOldTransactions {
             var listed = Set<SubscriptionKey>()
-            latest = latest.filter { transaction in
-                guard transaction.productType == "auto_renewable_subscription", let key = transaction.key else { return true }
-                return listed.insert(key).inserted
-            }
+            latest = latest.filter { !isSubscription($0) || listed.insert($0.key).inserted }
         }
         var latestJSON = JSONText()
         latestJSON.raw("[")
-        latestJSON.raw(latest.map { $0.appleJSON() }.joined(separator: ","))
+        latestJSON.raw(latest.map(\.element.json).joined(separator: ","))
         latestJSON.raw("]")
 
-        let subscriptionKeys = Set(latest.filter { $0.productType == "auto_renewable_subscription" }.compactMap(\.key))
-            .union(renewalInfos.keys)
+        let subscriptionKeys = Set(latest.filter(isSubscription).map(\.key)).union(renewalInfos.keys)
         var pendingJSON = JSONText()
         pendingJSON.raw("[")
         pendingJSON.raw(subscriptionKeys.sorted().map { key in
-            let productId = latest.first { $0.key == key }?.productId
+            let productId = latest.first { $0.key == key }?.element.transaction.productId
             return RenewalElement(key: key, info: renewalInfos[key]?.copy, latestProductId: productId).appleJSON()
         }.joined(separator: ","))
         pendingJSON.raw("]")
@@ -116,82 +118,32 @@ enum VerifyReceiptHistory {
     }
 }
 
-/// The members of a stored record (`verify-receipt`'s JSON) that verifyReceipt's arrays need.
+/// The members of a stored record (`verify-receipt`'s JSON) that verifyReceipt's arrays need, by
+/// the names `docs/output-schema.md` gives them.
 private struct StoredRecord: Decodable {
-    let transactions: [Transaction]?
+    let transactions: [NormalizedTransaction]?
     let notification: Notification?
     let renewalInfo: RenewalInfo?
     let app: App?
 
-    struct Transaction: Decodable {
-        let environment: String?
-        let bundleId: String?
-        let productId: String?
-        let productType: String?
-        let transactionId: String?
-        let originalTransactionId: String?
-        let webOrderLineItemId: String?
-        let subscriptionGroupId: String?
-        let quantity: Scalar?
-        let purchaseDate: Instant?
-        let originalPurchaseDate: Instant?
-        let expiresDate: Instant?
-        var revocationDate: Instant?
-        let revocationReason: String?
-        let isUpgraded: Bool?
-        let ownershipType: String?
-        let offer: Offer?
-        let appAccountToken: String?
-        let signedDate: Instant?
-
-        /// The key the ledger files it under (as `SubscriptionKey.init?(_:)` keys a transaction).
-        var key: SubscriptionKey? {
-            guard let transactionId else { return nil }
-            return SubscriptionKey(
-                bundleId: bundleId ?? "", environment: environment ?? "", originalTransactionId: originalTransactionId ?? transactionId)
-        }
-
-        /// The element of `latest_receipt_info`, members in Apple's order.
-        func appleJSON() -> String {
-            var json = AppleObject()
-            json.member("quantity", quantity?.text)
-            json.member("product_id", productId)
-            json.member("transaction_id", transactionId)
-            json.member("original_transaction_id", originalTransactionId)
-            json.date("purchase_date", purchaseDate)
-            json.date("original_purchase_date", originalPurchaseDate)
-            json.date("expires_date", expiresDate)
-            json.date("cancellation_date", revocationDate)
-            if let webOrderLineItemId, webOrderLineItemId != "0" { json.member("web_order_line_item_id", webOrderLineItemId) }
-            let isTrial = offer?.discountType == "free_trial"
-            json.member("is_trial_period", isTrial ? "true" : "false")
-            json.member("is_in_intro_offer_period", offer?.type == "introductory" && !isTrial ? "true" : "false")
-            if revocationDate != nil, let revocationReason {  // a receipt gives none
-                switch revocationReason {
-                case "refunded_due_to_issue": json.member("cancellation_reason", "1")
-                case "refunded_for_other_reason": json.member("cancellation_reason", "0")
-                default: json.member("cancellation_reason", revocationReason)
-                }
-            }
-            json.member("promotional_offer_id", offer?.type == "promotional" ? offer?.id : nil)
-            json.member("offer_code_ref_name", offer?.type == "offer_code" ? offer?.id : nil)
-            json.member("subscription_group_identifier", subscriptionGroupId)
-            if isUpgraded == true { json.member("is_upgraded", "true") }
-            json.member("in_app_ownership_type", ownershipType.map { $0.uppercased() })
-            json.member("app_account_token", appAccountToken)
-            return json.finished()
-        }
+    private enum CodingKeys: String, CodingKey {
+        case transactions, notification, app
+        case renewalInfo = "renewal_info"
     }
 
     struct Offer: Decodable {
         let type: String?
         let id: String?
-        let discountType: String?
     }
 
     struct Notification: Decodable {
         let type: String?
         let signedDate: Instant?
+
+        private enum CodingKeys: String, CodingKey {
+            case type
+            case signedDate = "signed_date"
+        }
     }
 
     struct RenewalInfo: Decodable {
@@ -207,6 +159,19 @@ private struct StoredRecord: Decodable {
         let offer: Offer?
         let signedDate: Instant?
 
+        private enum CodingKeys: String, CodingKey {
+            case environment, offer
+            case originalTransactionId = "original_transaction_id"
+            case productId = "product_id"
+            case autoRenewProductId = "auto_renew_product_id"
+            case autoRenewStatus = "auto_renew_status"
+            case expirationIntent = "expiration_intent"
+            case isInBillingRetryPeriod = "is_in_billing_retry_period"
+            case gracePeriodExpiresDate = "grace_period_expires_date"
+            case priceIncreaseStatus = "price_increase_status"
+            case signedDate = "signed_date"
+        }
+
         /// Whether it is the renewal info of `key` (renewal infos carry no bundle id).
         func belongs(to key: SubscriptionKey) -> Bool {
             originalTransactionId == key.originalTransactionId && (environment ?? "") == key.environment
@@ -215,6 +180,10 @@ private struct StoredRecord: Decodable {
 
     struct App: Decodable {
         let receiptCreationDate: Instant?
+
+        private enum CodingKeys: String, CodingKey {
+            case receiptCreationDate = "receipt_creation_date"
+        }
     }
 }
 
