@@ -17,4 +17,11 @@ static inline size_t rk_json_strict_decode_flags(void) {
     return JSON_REJECT_DUPLICATES;
 }
 
+/* Flags for reading back an entitlement ledger's JSON: duplicates still
+ * rejected, but NUL allowed in strings, since a legacy receipt's UTF8String
+ * may hold one and a ledger then writes it as \u0000 (JSONEncoder too). */
+static inline size_t rk_json_ledger_decode_flags(void) {
+    return JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL;
+}
+
 #endif

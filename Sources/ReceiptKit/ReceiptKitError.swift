@@ -64,6 +64,10 @@ public struct ReceiptKitError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let revocationUnknown = Code(rawValue: "revocation_unknown")
         /// A legacy receipt's device hash (attribute 5) does not match the configured device.
         public static let deviceHashMismatch = Code(rawValue: "device_hash_mismatch")
+        /// A stored ``EntitlementLedger`` does not decode: it is not a strict JSON object, a member
+        /// is missing or has the wrong JSON type, or its format version is one this ReceiptKit
+        /// does not read. Not a check of App Store data: `verify-receipt` never prints it.
+        public static let malformedLedger = Code(rawValue: "malformed_ledger")
     }
 
     /// The stable code of the failed check.

@@ -23,24 +23,28 @@ package final class JSONDocument {
     ///   - what: What the text is, for the error reason (e.g. "JWS header").
     ///   - liftingLongStrings: Whether long plain string values may be lifted out before jansson
     ///     parses the text; `false` parses the text as it stands, which tests compare with.
+    ///   - allowingNUL: Whether strings may hold U+0000 (`\u0000`): only for text ReceiptKit
+    ///     wrote itself, such as an entitlement ledger, never for signed data.
     /// - Throws: ``ReceiptKitError`` with `code` when the text is not a strict JSON object.
     package init(
-        parsingObject bytes: [UInt8], code: ReceiptKitError.Code, what: String, liftingLongStrings: Bool = true
+        parsingObject bytes: [UInt8], code: ReceiptKitError.Code, what: String, liftingLongStrings: Bool = true,
+        allowingNUL: Bool = false
     ) throws {
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
             throw ReceiptKitError(code, "\(what) starts with a byte-order mark")
         }
         var error = json_error_t()
+        let flags = allowingNUL ? rk_json_ledger_decode_flags() : rk_json_strict_decode_flags()
         var parsed: UnsafeMutablePointer<json_t>?
         var lifted: JSONLiftedStrings?
         if liftingLongStrings, let (copy, strings) = JSONLiftedStrings.lift(bytes) {
-            parsed = Self.load(copy, &error)
+            parsed = Self.load(copy, flags, &error)
             lifted = parsed == nil ? nil : strings
         }
         // Nothing lifted, or the copy is invalid: jansson reads the text itself, so an error's
         // reason and offset are the ones the text as it stands gives.
         if parsed == nil {
-            parsed = Self.load(bytes, &error)
+            parsed = Self.load(bytes, flags, &error)
         }
         guard let parsed else {
             let text = withUnsafeBytes(of: &error.text) { raw in
@@ -56,11 +60,13 @@ package final class JSONDocument {
         self.lifted = lifted
     }
 
-    /// jansson's strict parse of `bytes`, or `nil` with `error` filled in.
-    private static func load(_ bytes: [UInt8], _ error: inout json_error_t) -> UnsafeMutablePointer<json_t>? {
+    /// jansson's parse of `bytes` with `flags`, or `nil` with `error` filled in.
+    private static func load(
+        _ bytes: [UInt8], _ flags: Int, _ error: inout json_error_t
+    ) -> UnsafeMutablePointer<json_t>? {
         bytes.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { chars in
-                json_loadb(chars.baseAddress, chars.count, rk_json_strict_decode_flags(), &error)
+                json_loadb(chars.baseAddress, chars.count, flags, &error)
             }
         }
     }
@@ -122,6 +128,21 @@ package struct JSONObject {
         case JSON_TRUE, JSON_FALSE: "a boolean"
         default: "null"
         }
+    }
+
+    /// The member `key` as `read` reads it, which must be present and not `null`.
+    ///
+    /// - Parameters:
+    ///   - key: The member's name.
+    ///   - read: The accessor for its type, e.g. `object.int64`.
+    /// - Returns: Its value.
+    /// - Throws: ``ReceiptKitError`` naming the member when it is absent, `null`, or of another
+    ///   JSON type.
+    package func required<Value>(_ key: JSONKey, _ read: (JSONKey) throws -> Value?) throws -> Value {
+        guard let value = try read(key) else {
+            throw ReceiptKitError(code, "member '\(name(key))' is missing or null")
+        }
+        return value
     }
 
     /// Whether the object has `key` (with any value, `null` included).

@@ -17,15 +17,19 @@
 /// for state in ledger.states(at: Timestamp(Date())) where state.isEntitled { … }
 /// ```
 ///
-/// - Warning: Decoding (`Codable`) trusts the encoded data: decode only what your own service
-///   encoded and stored, never a ledger that reached you from outside.
+/// To store a ledger, ``jsonBytes()`` and ``init(jsonBytes:)`` write and read the same JSON as its
+/// `Codable` conformance does with `JSONEncoder` and `JSONDecoder`: writing costs about a seventh
+/// of `JSONEncoder`'s instructions, and reading is strict.
+///
+/// - Warning: Decoding (``init(jsonBytes:)`` or `Codable`) trusts the encoded data: decode only
+///   what your own service encoded and stored, never a ledger that reached you from outside.
 public struct EntitlementLedger: Sendable, Hashable {
     /// Every distinct copy of every transaction, by key; each array sorted by transaction id, then
-    /// signed date, one entry per id and date.
-    private var transactions: [SubscriptionKey: [LedgerTransaction]] = [:]
+    /// signed date, one entry per id and date. Changed only through ``insert(_:under:)``.
+    private(set) var transactions: [SubscriptionKey: [LedgerTransaction]] = [:]
     /// Every distinct copy of every renewal info, by environment and original transaction id;
-    /// each array sorted by signed date, one entry per date.
-    private var renewalInfos: [RenewalKey: [LedgerRenewalInfo]] = [:]
+    /// each array sorted by signed date, one entry per date. Changed only through `insert`.
+    private(set) var renewalInfos: [RenewalKey: [LedgerRenewalInfo]] = [:]
     /// One shared instance of each distinct repeating value, so a renewal costs its dates and ids.
     private var pool = Pool()
 
@@ -159,7 +163,7 @@ public struct EntitlementLedger: Sendable, Hashable {
     /// decode: its key's strings and its repeating members shared through the pool, once per id
     /// and signed date; of two different copies with the same id and date, the one the fixed
     /// order ranks first.
-    private mutating func insert(_ copy: LedgerTransaction, under key: SubscriptionKey) {
+    mutating func insert(_ copy: LedgerTransaction, under key: SubscriptionKey) {
         let key = SubscriptionKey(bundleId: pool.string(key.bundleId), environment: pool.string(key.environment),
                                   originalTransactionId: pool.string(key.originalTransactionId))
         let copy = copy.sharing(pool.traits(copy.traits))
@@ -168,7 +172,7 @@ public struct EntitlementLedger: Sendable, Hashable {
     }
 
     /// Stores a copy of renewal info, as ``insert(_:under:)`` does a transaction's.
-    private mutating func insert(_ copy: LedgerRenewalInfo, under key: RenewalKey) {
+    mutating func insert(_ copy: LedgerRenewalInfo, under key: RenewalKey) {
         let key = RenewalKey(environment: pool.string(key.environment),
                              originalTransactionId: pool.string(key.originalTransactionId))
         let copy = copy.sharing(pool.traits(copy.traits))
@@ -334,8 +338,9 @@ extension EntitlementLedger: Codable {
         let appAccountToken: String?
     }
 
-    /// The encoding's format, written first so that a later format can still read this one.
-    private static let formatVersion = 1
+    /// The encoding's format, written first so that a later format can still read this one; the
+    /// same for `Codable` and ``jsonBytes()``.
+    static let formatVersion = 1
 
     /// Encodes every copy in the ledger's own sorted order, so that equal ledgers encode to the
     /// same bytes with a `JSONEncoder` whose `outputFormatting` includes `.sortedKeys`.
