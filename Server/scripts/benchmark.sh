@@ -26,6 +26,10 @@ SERVER="$(cd Server && swift build -c release --show-bin-path)/receiptkit-server
 VERIFY="$(swift build -c release --show-bin-path)/verify-receipt"
 
 python3 Server/scripts/make_notifications.py "$COUNT" "$WORK/bodies.jsonl"
+# The bodies file is hundreds of MB: flush it now, or the kernel writes it back 30 s later
+# (vm.dirty_expire_centisecs), in the middle of the server's runs, and the device that is busy
+# with it delays the server's commits (fsync) — a tail that is the script's, not the server's.
+sync
 
 # verify-receipt's single-core rate on the same bodies (one input per line).
 START=$(date +%s.%N)
