@@ -99,6 +99,15 @@ package final class OCSPResponder: @unchecked Sendable {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { throw StartError(message: "cannot open a socket") }
         defer { close(socketFD) }
+        return try bindLoopback(socketFD)
+    }
+
+    /// Binds a TCP socket to 127.0.0.1 on a port the system picks.
+    ///
+    /// - Parameter socketFD: An unbound `AF_INET` stream socket.
+    /// - Returns: The port it is bound to.
+    /// - Throws: ``StartError`` when it cannot be bound.
+    package static func bindLoopback(_ socketFD: Int32) throws -> UInt16 {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")

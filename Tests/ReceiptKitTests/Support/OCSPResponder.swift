@@ -195,22 +195,19 @@ final class SilentListener: @unchecked Sendable {
     init() throws {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         try #require(socketFD >= 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(socketFD, pointer, length) == 0 && getsockname(socketFD, pointer, &length) == 0
-            }
+        let port: UInt16
+        do {
+            port = try OCSPResponder.bindLoopback(socketFD)
+        } catch {
+            close(socketFD)
+            throw error
         }
-        guard ok, listen(socketFD, 16) == 0 else {
+        guard listen(socketFD, 16) == 0 else {
             close(socketFD)
             throw OCSPResponder.StartError(message: "cannot listen on 127.0.0.1")
         }
         self.socketFD = socketFD
-        port = UInt16(bigEndian: address.sin_port)
+        self.port = port
     }
 
     deinit {
