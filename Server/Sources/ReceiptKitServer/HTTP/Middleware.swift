@@ -18,7 +18,14 @@ struct RequestLogMiddleware: RouterMiddleware {
         let start = ContinuousClock.now
         let response: Response
         do {
-            response = try await withTimeout(request: request, context: context, next: next)
+            // A 503 `timeout` once `timeout` has passed. A request cut short may still commit,
+            // which is harmless: the client retries, and a replay changes nothing.
+            let timeout = self.timeout
+            response = try await withTimeout(
+                timeout, timedOut: { APIError(.serviceUnavailable, "timeout", "the request took longer than \(timeout)") }
+            ) {
+                try await next(request, context)
+            }
         } catch let error as APIError {
             context.notes.update { if $0.verdict == nil { $0.verdict = error.code }; $0.reason = $0.reason ?? error.message }
             response = error.response()
@@ -59,30 +66,6 @@ struct RequestLogMiddleware: RouterMiddleware {
         if let reason = notes.reason { metadata["reason"] = .string(reason) }
         context.logger.info("\(request.method) \(request.uri.path)", metadata: metadata)
         return response
-    }
-
-    /// Runs the rest of the chain, or throws a 503 `timeout` once ``timeout`` has passed. A
-    /// request cut short may still commit, which is harmless: the client retries, and a replay
-    /// changes nothing.
-    private func withTimeout(
-        request: Request, context: Context, next: (Request, Context) async throws -> Response
-    ) async throws -> Response {
-        try await withoutActuallyEscaping(next) { next in
-            try await withThrowingTaskGroup(of: Response?.self) { group in
-                let timeout = self.timeout
-                nonisolated(unsafe) let next = next  // the group is awaited before this returns
-                group.addTask { try await next(request, context) }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let response = first else {
-                    throw APIError(.serviceUnavailable, "timeout", "the request took longer than \(timeout)")
-                }
-                return response
-            }
-        }
     }
 }
 

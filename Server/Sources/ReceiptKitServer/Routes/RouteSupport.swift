@@ -87,22 +87,14 @@ struct RouteEnvironment: Sendable {
     func ready() async throws {
         let store = self.store
         let timeout = readinessTimeout
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    try await abandoningOnCancel { try await store.ping() }
-                } catch is CancellationError {
-                    throw CancellationError()
-                } catch {
-                    throw StoreError("the database refused a write: \(error)")
-                }
+        try await withTimeout(timeout, timedOut: { StoreError("the database did not accept a write within \(timeout)") }) {
+            do {
+                try await abandoningOnCancel { try await store.ping() }
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                throw StoreError("the database refused a write: \(error)")
             }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw StoreError("the database did not accept a write within \(timeout)")
-            }
-            defer { group.cancelAll() }
-            _ = try await group.next()
         }
     }
 
