@@ -43,6 +43,9 @@ struct NotificationRouteTests {
             try await server.withStore { store async throws in
                 #expect(try await store.eventCount(dedupKeys: nil) == 1)
                 #expect(try await store.eventCount(dedupKeys: ["notification:5f0c1f9e-0000-4000-8000-000000000001"]) == 1)
+                // The body as received, byte for byte (stored with its JWS headers by reference).
+                let raw = try await store.raw(dedupKey: "notification:5f0c1f9e-0000-4000-8000-000000000001")
+                #expect(raw == Array(Vectors.body(wrapping: jws).utf8))
                 let subscriptions = try await store.subscriptions(originalTransactionId: "1000")
                 #expect(subscriptions.count == 1)
                 #expect(subscriptions.first?.state != nil)

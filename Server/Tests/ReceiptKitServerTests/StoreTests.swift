@@ -1,4 +1,6 @@
 import Foundation
+import GRDB
+import PostgresNIO
 import ReceiptKit
 import ReceiptKitServer
 import Testing
@@ -87,6 +89,83 @@ struct StoreTests {
                     #expect(stored.isEmpty == index.isMultiple(of: 5), "key \(index)")
                 }
             }
+        }
+    }
+
+    @Test("raw bytes come back exactly; a JWS header is stored once and events refer to it", arguments: Backend.available)
+    func rawBytes(backend: Backend) async throws {
+        let payloads = try Payloads()
+        let bodies = try (0..<3).map { index in
+            let transaction = try payloads.transaction(id: "\(index)", original: "1", purchase: 1, expires: 2, signed: 1)
+            let renewal = try payloads.renewalInfo(original: "1", signed: Int64(index))
+            let jws = try payloads.notification(type: "DID_RENEW", signed: 1, transaction: transaction, renewalInfo: renewal)
+            return (raw: Array(Vectors.body(wrapping: jws).utf8), nested: [transaction, renewal])
+        }
+        let key = SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "1")
+        var events = bodies.enumerated().map { index, body in
+            var event = event("n\(index)", keys: [key])
+            event.raw = body.raw
+            event.headerSegments = RawCompaction.headerSegments(in: body.raw, nested: body.nested)
+            return event
+        }
+        // Bytes holding 0x00 are kept as they are, headers or not.
+        var zero = event("zero", keys: [key])
+        zero.raw = bodies[0].raw + [0]
+        zero.headerSegments = events[0].headerSegments
+        events.append(zero)
+        try await backend.withDatabase { location, searchPath in
+            try await withStore(location, searchPath: searchPath) { store in
+                try await store.migrate()
+                for event in events {
+                    #expect(try await store.record(event))
+                }
+                for event in events {
+                    #expect(try await store.raw(dedupKey: event.dedupKey) == event.raw, "\(event.dedupKey)")
+                }
+                #expect(try await store.raw(dedupKey: "test:none") == nil)
+            }
+            // What the database holds: one header row, and events a third of their size.
+            let stored = try await backend.storedRaw(location: location, searchPath: searchPath)
+            #expect(stored.headers == 1)
+            for (event, row) in zip(events, stored.events) {
+                #expect(row.encoding == (event.dedupKey == "test:zero" ? 0 : 1), "\(event.dedupKey)")
+                if row.encoding == 1 { #expect(row.size * 3 < event.raw.count, "\(row.size) of \(event.raw.count) bytes") }
+            }
+        }
+    }
+}
+
+extension Backend {
+    /// The number of stored JWS headers, and each event's stored raw size and encoding, in the
+    /// order the events were stored, read with a connection of the test's own.
+    func storedRaw(location: DatabaseLocation, searchPath: String?) async throws
+        -> (headers: Int, events: [(size: Int, encoding: Int16)])
+    {
+        switch self {
+        case .sqlite:
+            guard case .sqlite(let path) = location else {
+                Issue.record("a SQLite backend with a PostgreSQL location")
+                return (0, [])
+            }
+            return try await DatabaseQueue(path: path).read { db in
+                let headers = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM jws_headers") ?? 0
+                let rows = try Row.fetchAll(db, sql: "SELECT length(raw), raw_encoding FROM events ORDER BY id")
+                return (headers, rows.map { (size: $0[0], encoding: $0[1]) })
+            }
+        case .postgres:
+            var headers = 0
+            var events: [(size: Int, encoding: Int16)] = []
+            try await Self.withPostgresClient(location, searchPath: searchPath) { client in
+                for try await count in try await client.query("SELECT COUNT(*) FROM jws_headers").decode(Int64.self) {
+                    headers = Int(count)
+                }
+                for try await (size, encoding) in try await client.query(
+                    "SELECT length(raw), raw_encoding FROM events ORDER BY id"
+                ).decode((Int32, Int16).self) {
+                    events.append((Int(size), encoding))
+                }
+            }
+            return (headers, events)
         }
     }
 }

@@ -30,8 +30,10 @@ enum Events {
         guard let dedupKey = dedupKey(of: record) else {
             throw APIError.invalidRequest("the \(record.kind.rawValue) carries no identifier to store it by")
         }
+        let nested = [record.notification?.data?.signedTransactionInfo, record.notification?.data?.signedRenewalInfo]
         return NewEvent(
-            dedupKey: dedupKey, kind: record.kind.rawValue, raw: raw, record: record.json(),
+            dedupKey: dedupKey, kind: record.kind.rawValue, raw: raw,
+            headerSegments: RawCompaction.headerSegments(in: raw, nested: nested.compactMap { $0 }), record: record.json(),
             receivedAt: receivedAt.millisecondsSince1970,
             folds: keys.map { EntitlementFolding.fold(record, into: $0) },
             links: links)

@@ -33,6 +33,9 @@ public protocol EntitlementStore: Sendable {
     /// The stored events that touched any of these keys (their transactions' or renewal info's
     /// key), each once, in the order they were stored.
     func events(touching keys: [SubscriptionKey]) async throws -> [StoredEvent]
+    /// The raw bytes of the event with this dedup key, exactly as received, or `nil` when no
+    /// such event is stored.
+    func raw(dedupKey: String) async throws -> [UInt8]?
     /// The number of stored events, and of those with the given dedup keys.
     func eventCount(dedupKeys: [String]?) async throws -> Int
     /// Closes the database (SQLite) or does nothing (PostgreSQL, whose client is a service).
@@ -48,6 +51,9 @@ public struct NewEvent: Sendable {
     public var kind: String
     /// The input's bytes as received.
     public var raw: [UInt8]
+    /// The JWS header segments `raw` carries (as it is, or nested in a JWS's payload): the store
+    /// keeps each header once and the event refers to it (``RawCompaction``).
+    public var headerSegments: [[UInt8]]
     /// The record, one JSON object as `verify-receipt` prints it.
     public var record: String
     /// When the server received it, in milliseconds since 1970.
@@ -59,12 +65,13 @@ public struct NewEvent: Sendable {
 
     /// Creates an event.
     public init(
-        dedupKey: String, kind: String, raw: [UInt8], record: String, receivedAt: Int64, folds: [KeyFold],
-        links: [CustomerLink]
+        dedupKey: String, kind: String, raw: [UInt8], headerSegments: [[UInt8]] = [], record: String, receivedAt: Int64,
+        folds: [KeyFold], links: [CustomerLink]
     ) {
         self.dedupKey = dedupKey
         self.kind = kind
         self.raw = raw
+        self.headerSegments = headerSegments
         self.record = record
         self.receivedAt = receivedAt
         self.folds = folds

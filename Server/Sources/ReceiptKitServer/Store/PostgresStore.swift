@@ -15,6 +15,8 @@ public final class PostgresStore: EntitlementStore {
     /// The client; run it (``PostgresClient/run()``) for as long as the store is used.
     public let client: PostgresClient
     private let logger: Logger
+    /// The JWS headers committed so far, with their ids.
+    private let headers = HeaderDirectory()
 
     /// An arbitrary constant: the advisory lock that serializes migrations across servers.
     private static let migrationLock: Int64 = 0x5245_4345_4950_544B  // "RECEIPTK"
@@ -85,13 +87,15 @@ public final class PostgresStore: EntitlementStore {
     /// ``record(_:)``'s transaction.
     private func write(_ event: NewEvent) async throws -> Bool {
         let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection in
-            let raw = ByteBuffer(bytes: event.raw)
+        let headers = self.headers
+        let (isNew, found) = try await client.withTransaction(logger: logger) { connection in
+            let (stored, encoding, found) = try await Self.storedRaw(of: event, on: connection, headers: headers, logger: logger)
+            let raw = ByteBuffer(bytes: stored)
             var eventId: Int64?
             for try await id in try await connection.query(
                 """
-                INSERT INTO events (dedup_key, kind, raw, record, received_at)
-                VALUES (\(event.dedupKey), \(event.kind), \(raw), \(event.record), \(event.receivedAt))
+                INSERT INTO events (dedup_key, kind, raw, raw_encoding, record, received_at)
+                VALUES (\(event.dedupKey), \(event.kind), \(raw), \(encoding.rawValue), \(event.record), \(event.receivedAt))
                 ON CONFLICT (dedup_key) DO NOTHING RETURNING id
                 """, logger: logger
             ).decode(Int64.self) {
@@ -141,8 +145,47 @@ public final class PostgresStore: EntitlementStore {
                     ON CONFLICT DO NOTHING
                     """, logger: logger)
             }
-            return eventId != nil
+            return (eventId != nil, found)
         }
+        headers.remember(found)
+        return isNew
+    }
+
+    /// The bytes to store for an event's raw bytes, their encoding, and the headers looked up or
+    /// inserted in `jws_headers` that `headers` did not know (see ``SQLiteStore``'s twin).
+    private static func storedRaw(
+        of event: NewEvent, on connection: PostgresConnection, headers: HeaderDirectory, logger: Logger
+    ) async throws -> (bytes: [UInt8], encoding: RawEncoding, found: [(segment: [UInt8], header: RawCompaction.Header)]) {
+        var referenced: [RawCompaction.Header] = []
+        var found: [(segment: [UInt8], header: RawCompaction.Header)] = []
+        for segment in event.headerSegments {
+            if let header = headers.header(for: segment) {
+                referenced.append(header)
+                continue
+            }
+            let text = String(decoding: segment, as: UTF8.self)
+            var id: Int64?
+            // Another server may insert the same header at once: the exclusion constraint makes
+            // this insert wait for it and then do nothing, and the select reads its row.
+            for try await inserted in try await connection.query(
+                "INSERT INTO jws_headers (segment) VALUES (\(text)) ON CONFLICT DO NOTHING RETURNING id", logger: logger
+            ).decode(Int64.self) {
+                id = inserted
+            }
+            if id == nil {
+                for try await existing in try await connection.query(
+                    "SELECT id FROM jws_headers WHERE segment = \(text)", logger: logger
+                ).decode(Int64.self) {
+                    id = existing
+                }
+            }
+            guard let id else { throw StoreError("a JWS header was neither inserted nor found") }
+            let header = RawCompaction.Header(id: id, segment: segment)
+            referenced.append(header)
+            found.append((segment, header))
+        }
+        guard let compacted = RawCompaction.compact(event.raw, headers: referenced) else { return (event.raw, .verbatim, found) }
+        return (compacted, .headerReferences, found)
     }
 
     public func subscriptions(customerId: String) async throws -> [StoredSubscription] {
@@ -183,6 +226,24 @@ public final class PostgresStore: EntitlementStore {
             }
         }
         return events.sorted { $0.key < $1.key }.map(\.value)
+    }
+
+    public func raw(dedupKey: String) async throws -> [UInt8]? {
+        var row: (stored: [UInt8], encoding: Int16)?
+        for try await (stored, encoding) in try await client.query(
+            "SELECT raw, raw_encoding FROM events WHERE dedup_key = \(dedupKey)", logger: logger
+        ).decode((ByteBuffer, Int16).self) {
+            row = (Array(stored.readableBytesView), encoding)
+        }
+        guard let row else { return nil }
+        let identifiers = try RawCompaction.references(in: row.encoding == RawEncoding.headerReferences.rawValue ? row.stored : [])
+        var segments: [Int64: [UInt8]] = [:]
+        for try await (id, segment) in try await client.query(
+            "SELECT id, segment FROM jws_headers WHERE id = ANY(\(Array(identifiers)))", logger: logger
+        ).decode((Int64, String).self) {
+            segments[id] = Array(segment.utf8)
+        }
+        return try RawCompaction.raw(stored: row.stored, encoding: row.encoding) { _ in segments }
     }
 
     public func eventCount(dedupKeys: [String]?) async throws -> Int {

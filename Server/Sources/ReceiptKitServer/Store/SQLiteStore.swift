@@ -10,6 +10,8 @@ public final class SQLiteStore: EntitlementStore {
     private let pool: DatabasePool
     /// Events are written in batches: those that arrive while a transaction runs share the next.
     private let writes: GroupCommit<NewEvent, Bool>
+    /// The JWS headers committed so far, with their ids.
+    private let headers = HeaderDirectory()
     /// The most events one transaction stores.
     private static let maximumBatch = 128
 
@@ -28,8 +30,9 @@ public final class SQLiteStore: EntitlementStore {
             throw StoreError("cannot open SQLite database \(path): \(error)")
         }
         self.pool = pool
+        let headers = self.headers
         self.writes = GroupCommit(maximumBatch: Self.maximumBatch) { events in
-            try await Self.commit(events, to: pool)
+            try await Self.commit(events, to: pool, headers: headers)
         }
     }
 
@@ -60,15 +63,20 @@ public final class SQLiteStore: EntitlementStore {
     /// its own, so that an event that fails (its key's stored state does not decode, say) is
     /// rolled back alone and reported alone. When the transaction itself is gone (SQLite rolls
     /// it back on some errors), the batch fails as a whole: nothing of it is reported stored.
-    private static func commit(_ events: [NewEvent], to pool: DatabasePool) async throws -> [Result<Bool, any Error>] {
-        try await pool.write { db in
+    private static func commit(
+        _ events: [NewEvent], to pool: DatabasePool, headers: HeaderDirectory
+    ) async throws -> [Result<Bool, any Error>] {
+        let (results, newHeaders) = try await pool.write { db in
             var results: [Result<Bool, any Error>] = []
             results.reserveCapacity(events.count)
+            var newHeaders: [(segment: [UInt8], header: RawCompaction.Header)] = []
             for event in events {
                 var isNew = false
                 do {
                     try db.inSavepoint {
-                        isNew = try insert(event, into: db)
+                        var found: [(segment: [UInt8], header: RawCompaction.Header)] = []
+                        isNew = try insert(event, into: db, headers: headers, found: &found)
+                        newHeaders += found
                         return .commit
                     }
                     results.append(.success(isNew))
@@ -77,22 +85,57 @@ public final class SQLiteStore: EntitlementStore {
                     results.append(.failure(error))
                 }
             }
-            return results
+            return (results, newHeaders)
         }
+        headers.remember(newHeaders)
+        return results
+    }
+
+    /// The bytes to store for an event's raw bytes, and their encoding: with its JWS headers
+    /// replaced by references when it carries any (looked up, or inserted, in `jws_headers`;
+    /// those not yet in `headers` are added to `found`).
+    private static func storedRaw(
+        of event: NewEvent, in db: Database, headers: HeaderDirectory,
+        found: inout [(segment: [UInt8], header: RawCompaction.Header)]
+    ) throws -> (bytes: [UInt8], encoding: RawEncoding) {
+        var referenced: [RawCompaction.Header] = []
+        for segment in event.headerSegments {
+            if let header = headers.header(for: segment) {
+                referenced.append(header)
+                continue
+            }
+            let text = String(decoding: segment, as: UTF8.self)
+            let stored = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT id FROM jws_headers WHERE segment = ?"), arguments: [text])
+            guard
+                let id = try stored
+                    ?? Int64.fetchOne(
+                        db.cachedStatement(sql: "INSERT INTO jws_headers (segment) VALUES (?) RETURNING id"), arguments: [text])
+            else { throw StoreError("inserting a JWS header returned no id") }
+            let header = RawCompaction.Header(id: id, segment: segment)
+            referenced.append(header)
+            found.append((segment, header))
+        }
+        guard let compacted = RawCompaction.compact(event.raw, headers: referenced) else { return (event.raw, .verbatim) }
+        return (compacted, .headerReferences)
     }
 
     /// Stores one event and folds it into its keys' states (a replay changes no state); adds its
     /// customer links in any case. The statements are prepared once per connection.
     ///
     /// - Returns: Whether the event is new.
-    private static func insert(_ event: NewEvent, into db: Database) throws -> Bool {
+    private static func insert(
+        _ event: NewEvent, into db: Database, headers: HeaderDirectory,
+        found: inout [(segment: [UInt8], header: RawCompaction.Header)]
+    ) throws -> Bool {
+        let raw = try storedRaw(of: event, in: db, headers: headers, found: &found)
         let inserted = try Int64.fetchOne(
             db.cachedStatement(
                 sql: """
-                    INSERT INTO events (dedup_key, kind, raw, record, received_at) VALUES (?, ?, ?, ?, ?)
+                    INSERT INTO events (dedup_key, kind, raw, raw_encoding, record, received_at) VALUES (?, ?, ?, ?, ?, ?)
                     ON CONFLICT (dedup_key) DO NOTHING RETURNING id
                     """),
-            arguments: [event.dedupKey, event.kind, Data(event.raw), event.record, event.receivedAt])
+            arguments: [event.dedupKey, event.kind, Data(raw.bytes), raw.encoding.rawValue, event.record, event.receivedAt])
         if let eventId = inserted {
             for fold in event.orderedFolds {
                 let key = fold.key
@@ -186,6 +229,25 @@ public final class SQLiteStore: EntitlementStore {
                 }
             }
             return events.sorted { $0.key < $1.key }.map(\.value)
+        }
+    }
+
+    public func raw(dedupKey: String) async throws -> [UInt8]? {
+        try await pool.read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT raw, raw_encoding FROM events WHERE dedup_key = ?", arguments: [dedupKey])
+            else { return nil }
+            let stored: Data = row[0]
+            return try RawCompaction.raw(stored: Array(stored), encoding: row[1]) { identifiers in
+                var segments: [Int64: [UInt8]] = [:]
+                for id in identifiers {
+                    if let segment = try String.fetchOne(db, sql: "SELECT segment FROM jws_headers WHERE id = ?", arguments: [id]) {
+                        segments[id] = Array(segment.utf8)
+                    }
+                }
+                return segments
+            }
         }
     }
 

@@ -11,6 +11,9 @@
 /// - `customer_subscriptions`: which customer owns which key.
 /// - `event_subscriptions`: which events touched which key (from v2), so that what the service
 ///   knows of a subscription — every transaction, every renewal info — can be listed.
+/// - `jws_headers` (from v3): each JWS header segment once; an event whose `raw_encoding` is 1
+///   refers to them instead of carrying them (``RawCompaction``). Events stored before v3 keep
+///   `raw_encoding` 0, their bytes as received.
 enum Schema {
     /// Where the two databases' SQL differs.
     enum Dialect: Sendable {
@@ -22,6 +25,16 @@ enum Schema {
             switch self {
             case .sqlite: "INTEGER PRIMARY KEY AUTOINCREMENT"
             case .postgres: "BIGSERIAL PRIMARY KEY"
+            }
+        }
+
+        /// Makes a long text column unique. A PostgreSQL B-tree cannot hold a key of more than
+        /// about 2.7 KB, and a JWS header is 4.7 KB: there, uniqueness is an exclusion
+        /// constraint over a hash index, which `ON CONFLICT DO NOTHING` honours too.
+        func uniqueLongText(table: String, column: String) -> String {
+            switch self {
+            case .sqlite: "CREATE UNIQUE INDEX \(table)_\(column) ON \(table) (\(column))"
+            case .postgres: "ALTER TABLE \(table) ADD CONSTRAINT \(table)_\(column) EXCLUDE USING hash (\(column) WITH =)"
             }
         }
 
@@ -90,6 +103,13 @@ enum Schema {
                     PRIMARY KEY (bundle_id, environment, original_transaction_id, event_id)
                 )
                 """
+            ]
+        },
+        Migration(id: "v3-jws-headers") { dialect in
+            [
+                "CREATE TABLE jws_headers (id \(dialect.autoIncrementingKey), segment TEXT NOT NULL)",
+                dialect.uniqueLongText(table: "jws_headers", column: "segment"),
+                "ALTER TABLE events ADD COLUMN raw_encoding SMALLINT NOT NULL DEFAULT 0",
             ]
         },
     ]

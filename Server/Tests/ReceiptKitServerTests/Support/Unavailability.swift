@@ -42,7 +42,7 @@ extension Backend {
                     do {
                         try await body()
                     } catch {
-                        try? await connection.query("ROLLBACK", logger: .silent)
+                        _ = try? await connection.query("ROLLBACK", logger: .silent)
                         throw error
                     }
                     try await connection.query("ROLLBACK", logger: .silent)

@@ -1,0 +1,275 @@
+import Foundation
+import Synchronization
+
+/// How an event's raw bytes are stored: as received, or with the JWS header segments they
+/// carry replaced by references to the `jws_headers` table (`events.raw_encoding`).
+///
+/// A JWS header from the App Store is its `x5c` chain: about 4.7 KB of base64url, the same in
+/// every JWS Apple signs with one certificate. A notification carries three of them — its own,
+/// and those of the transaction and renewal info nested in its payload — so nearly 14 KB of a
+/// 15.7 KB notification is three copies of one header. Stored once, each event keeps about
+/// 4 KB; that is fewer pages to write, to log and to checkpoint for every request.
+///
+/// Nothing is decoded or re-encoded: the stored form is the raw bytes with some byte ranges
+/// replaced by references, and expanding it gives back exactly the bytes received.
+package enum RawEncoding: Int16, Sendable {
+    /// The bytes as received.
+    case verbatim = 0
+    /// The bytes with header segments replaced by references (``RawCompaction``).
+    case headerReferences = 1
+}
+
+/// The reference format of ``RawEncoding/headerReferences``, and the search for what to replace.
+///
+/// A header segment `h` (the base64url text before a JWS's first `.`) appears in raw bytes in
+/// one of four forms:
+/// - `h` itself, where a JWS appears as it is (a webhook body's `signedPayload`, a
+///   `signed_transaction`);
+/// - the base64url of `h` from byte 0, 1 or 2, cut to whole 3-byte groups, where a JWS is nested
+///   in the payload of another (a notification's `signedTransactionInfo` and
+///   `signedRenewalInfo`): which of the three depends on where `h` starts in that payload, and
+///   its first and last bytes share 4-character groups with its neighbours, so they stay
+///   literal.
+///
+/// A reference is the byte 0x00, the form (0 for `h`, 1 + the start for the base64url forms)
+/// and the header's id, 8 bytes big-endian. Raw bytes holding a 0x00 byte are stored verbatim
+/// (no JSON text holds one), so a 0x00 in a compacted form is always a reference.
+package enum RawCompaction {
+    package static let escape: UInt8 = 0x00
+    package static let referenceLength = 10
+    /// Shorter segments are not worth a reference.
+    package static let minimumLength = 64
+
+    /// A header with its id in the `jws_headers` table and the byte strings that stand for it.
+    package struct Header: Sendable {
+        package let id: Int64
+        /// The forms of the segment (index = form), those too short to replace left empty.
+        package let forms: [[UInt8]]
+
+        package init(id: Int64, segment: [UInt8]) {
+            self.id = id
+            self.forms = RawCompaction.forms(of: segment)
+        }
+    }
+
+    /// The four forms of a segment (``RawCompaction``), a form shorter than ``minimumLength``
+    /// left empty.
+    package static func forms(of segment: [UInt8]) -> [[UInt8]] {
+        var forms: [[UInt8]] = [segment]
+        for start in 0..<3 {
+            let count = segment.count > start ? (segment.count - start) / 3 * 3 : 0
+            forms.append(base64URL(segment[start..<(start + count)]))
+        }
+        return forms.map { $0.count >= minimumLength ? $0 : [] }
+    }
+
+    /// base64url without padding.
+    package static func base64URL(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let remaining = bytes.endIndex - index
+            let first = UInt32(bytes[index])
+            let second = remaining > 1 ? UInt32(bytes[index + 1]) : 0
+            let third = remaining > 2 ? UInt32(bytes[index + 2]) : 0
+            let group = first << 16 | second << 8 | third
+            output.append(alphabet[Int(group >> 18 & 63)])
+            output.append(alphabet[Int(group >> 12 & 63)])
+            if remaining > 1 { output.append(alphabet[Int(group >> 6 & 63)]) }
+            if remaining > 2 { output.append(alphabet[Int(group & 63)]) }
+            index += min(3, remaining)
+        }
+        return output
+    }
+
+    /// The header segments worth storing once that raw bytes carry: those of the JWS that
+    /// appear in them as they are (a run of base64url starting `eyJ`, the encoding of `{"`, and
+    /// ending at a `.`, not itself after a `.`: a payload starts `eyJ` too), and those of
+    /// `nested` JWS (carried inside another's payload), each once, in the order found.
+    package static func headerSegments(in raw: [UInt8], nested: [String]) -> [[UInt8]] {
+        var segments: [[UInt8]] = []
+        func add(_ segment: [UInt8]) {
+            if segment.count >= minimumLength, !segments.contains(segment) { segments.append(segment) }
+        }
+        raw.withUnsafeBufferPointer { bytes in
+            var index = 0
+            while index + 3 <= bytes.count {
+                guard bytes[index] == UInt8(ascii: "e"), bytes[index + 1] == UInt8(ascii: "y"),
+                    bytes[index + 2] == UInt8(ascii: "J"),
+                    index == 0 || !(isBase64URL(bytes[index - 1]) || bytes[index - 1] == UInt8(ascii: "."))
+                else {
+                    index += 1
+                    continue
+                }
+                var end = index + 3
+                while end < bytes.count, isBase64URL(bytes[end]) { end += 1 }
+                if end < bytes.count, bytes[end] == UInt8(ascii: ".") { add(Array(bytes[index..<end])) }
+                index = end
+            }
+        }
+        for jws in nested {
+            add(Array(jws.utf8.prefix { $0 != UInt8(ascii: ".") }))
+        }
+        return segments
+    }
+
+    package static func isBase64URL(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            true
+        default: false
+        }
+    }
+
+    /// `raw` with every occurrence of a header's form replaced by a reference (the leftmost
+    /// first where two would overlap), or `nil` when nothing was replaced or `raw` holds a 0x00
+    /// byte (it is then stored verbatim).
+    package static func compact(_ raw: [UInt8], headers: [Header]) -> [UInt8]? {
+        guard !headers.isEmpty, !raw.contains(escape) else { return nil }
+        var matches: [(range: Range<Int>, form: UInt8, id: Int64)] = []
+        for header in headers {
+            for (form, bytes) in header.forms.enumerated() where !bytes.isEmpty {
+                for range in occurrences(of: bytes, in: raw) {
+                    matches.append((range, UInt8(form), header.id))
+                }
+            }
+        }
+        guard !matches.isEmpty else { return nil }
+        matches.sort { $0.range.lowerBound < $1.range.lowerBound }
+        var output: [UInt8] = []
+        output.reserveCapacity(raw.count)
+        var copied = 0
+        for match in matches where match.range.lowerBound >= copied {
+            output.append(contentsOf: raw[copied..<match.range.lowerBound])
+            output.append(escape)
+            output.append(match.form)
+            withUnsafeBytes(of: match.id.bigEndian) { output.append(contentsOf: $0) }
+            copied = match.range.upperBound
+        }
+        output.append(contentsOf: raw[copied...])
+        return output
+    }
+
+    /// The non-overlapping ranges where `needle` occurs in `haystack`, from the left: `memchr`
+    /// for its first byte, `memcmp` for the rest (a needle is a long header form, so a false
+    /// start fails within a few bytes).
+    package static func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        guard let first = needle.first else { return ranges }
+        haystack.withUnsafeBytes { haystack in
+            needle.withUnsafeBytes { needle in
+                guard let base = haystack.baseAddress, let pattern = needle.baseAddress else { return }
+                var offset = 0
+                while haystack.count - offset >= needle.count {
+                    guard let found = memchr(base + offset, Int32(first), haystack.count - offset - needle.count + 1) else {
+                        return
+                    }
+                    let start = base.distance(to: UnsafeRawPointer(found))
+                    if memcmp(found, pattern, needle.count) == 0 {
+                        ranges.append(start..<(start + needle.count))
+                        offset = start + needle.count
+                    } else {
+                        offset = start + 1
+                    }
+                }
+            }
+        }
+        return ranges
+    }
+
+    /// The ids a compacted form refers to.
+    ///
+    /// - Throws: ``StoreError`` when a reference is cut short.
+    package static func references(in compacted: [UInt8]) throws -> Set<Int64> {
+        var identifiers = Set<Int64>()
+        try walk(compacted, literal: { _ in }, reference: { _, id in identifiers.insert(id) })
+        return identifiers
+    }
+
+    /// The raw bytes of a compacted form.
+    ///
+    /// - Parameter segments: Each referenced header's segment, by id.
+    /// - Throws: ``StoreError`` when a reference is cut short, names an unknown form, or an id
+    ///   `segments` lacks.
+    package static func expand(_ compacted: [UInt8], segments: [Int64: [UInt8]]) throws -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(compacted.count * 4)
+        var forms: [Int64: [[UInt8]]] = [:]
+        try walk(compacted, literal: { output.append(contentsOf: $0) }) { form, id in
+            if forms[id] == nil {
+                guard let segment = segments[id] else {
+                    throw StoreError("a stored event refers to JWS header \(id), which is not stored")
+                }
+                forms[id] = Self.forms(of: segment)
+            }
+            let bytes = forms[id]![Int(form)]
+            guard !bytes.isEmpty else { throw StoreError("a stored event refers to a form of JWS header \(id) it cannot have") }
+            output.append(contentsOf: bytes)
+        }
+        return output
+    }
+
+    /// An event's raw bytes from what is stored.
+    ///
+    /// - Parameters:
+    ///   - stored: The `raw` column.
+    ///   - encoding: The `raw_encoding` column.
+    ///   - segments: Reads the segments of the headers with these ids.
+    /// - Throws: ``StoreError`` for an unknown encoding or a reference that does not expand.
+    package static func raw(
+        stored: [UInt8], encoding: Int16, segments: (Set<Int64>) throws -> [Int64: [UInt8]]
+    ) throws -> [UInt8] {
+        switch RawEncoding(rawValue: encoding) {
+        case .verbatim: return stored
+        case .headerReferences: return try expand(stored, segments: segments(references(in: stored)))
+        case nil: throw StoreError("a stored event's raw_encoding is \(encoding), which this server does not know")
+        }
+    }
+
+    private static func walk(
+        _ compacted: [UInt8], literal: (ArraySlice<UInt8>) -> Void, reference: (UInt8, Int64) throws -> Void
+    ) throws {
+        var start = 0
+        while let escapeIndex = compacted[start...].firstIndex(of: escape) {
+            literal(compacted[start..<escapeIndex])
+            guard compacted.count - escapeIndex >= referenceLength else {
+                throw StoreError("a stored event's raw bytes end in a cut-short header reference")
+            }
+            let form = compacted[escapeIndex + 1]
+            guard form < 4 else { throw StoreError("a stored event's raw bytes hold an unknown header reference form \(form)") }
+            var id: Int64 = 0
+            for byte in compacted[(escapeIndex + 2)..<(escapeIndex + referenceLength)] { id = id << 8 | Int64(byte) }
+            try reference(form, id)
+            start = escapeIndex + referenceLength
+        }
+        literal(compacted[start...])
+    }
+}
+
+/// The header segments a store has committed, with their ids: a header is looked up or inserted
+/// in the database only the first time it is met. An entry is added only once the transaction
+/// that looked it up has committed, so an id from a rolled-back insert is never used.
+package final class HeaderDirectory: Sendable {
+    private let known = Mutex<[[UInt8]: RawCompaction.Header]>([:])
+    /// Certificates rotate rarely: a handful of headers in a store's life. Past this many, the
+    /// directory starts again (and looks them up again).
+    private let capacity = 256
+
+    package init() {}
+
+    package func header(for segment: [UInt8]) -> RawCompaction.Header? {
+        known.withLock { $0[segment] }
+    }
+
+    /// Remembers headers whose ids a committed transaction looked up or inserted.
+    package func remember(_ headers: [(segment: [UInt8], header: RawCompaction.Header)]) {
+        guard !headers.isEmpty else { return }
+        known.withLock { known in
+            if known.count + headers.count > capacity { known.removeAll() }
+            for (segment, header) in headers { known[segment] = header }
+        }
+    }
+}
