@@ -2,6 +2,7 @@ import CoreMetrics
 import Foundation
 import Metrics
 import Prometheus
+import Synchronization
 
 /// The server's metrics, through swift-metrics with a Prometheus registry of the application's
 /// own (not the process-wide `MetricsSystem`, so that several applications in one test process
@@ -15,6 +16,10 @@ import Prometheus
 final class ServerMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
+    /// The handles made so far, by label and label values: making one asks the registry, which
+    /// validates the name and takes its lock, for every request.
+    private let counters = Mutex<[String: Metrics.Counter]>([:])
+    private let timers = Mutex<[String: Metrics.Timer]>([:])
 
     init() {
         registry = PrometheusCollectorRegistry()
@@ -28,20 +33,41 @@ final class ServerMetrics: Sendable {
     }
 
     func request(route: String, method: String, status: Int, duration: Duration) {
-        Counter(
-            label: "receiptkit_http_requests_total",
-            dimensions: [("route", route), ("method", method), ("status", String(status))], factory: factory
-        ).increment()
-        Metrics.Timer(label: "receiptkit_http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
-            .recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        counter("receiptkit_http_requests_total", [("route", route), ("method", method), ("status", String(status))])
+            .increment()
+        let timer = handle(in: timers, "receiptkit_http_request_duration_seconds", [("route", route)]) {
+            Metrics.Timer(label: $0, dimensions: $1, factory: factory)
+        }
+        timer.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
     func verification(result: String) {
-        Counter(label: "receiptkit_verifications_total", dimensions: [("result", result)], factory: factory).increment()
+        counter("receiptkit_verifications_total", [("result", result)]).increment()
     }
 
     func notification(type: String) {
-        Counter(label: "receiptkit_notifications_total", dimensions: [("type", type)], factory: factory).increment()
+        counter("receiptkit_notifications_total", [("type", type)]).increment()
+    }
+
+    private func counter(_ label: String, _ dimensions: [(String, String)]) -> Metrics.Counter {
+        handle(in: counters, label, dimensions) { Metrics.Counter(label: $0, dimensions: $1, factory: factory) }
+    }
+
+    /// The handle for a label and its dimensions, made once. Two threads may both make a new one;
+    /// the registry gives both the same metric.
+    private func handle<Handle: Sendable>(
+        in handles: borrowing Mutex<[String: Handle]>, _ label: String, _ dimensions: [(String, String)],
+        make: (String, [(String, String)]) -> Handle
+    ) -> Handle {
+        var key = label
+        for (_, value) in dimensions {
+            key.append("\u{0}")
+            key.append(value)
+        }
+        if let handle = handles.withLock({ $0[key] }) { return handle }
+        let handle = make(label, dimensions)
+        handles.withLock { $0[key] = handle }
+        return handle
     }
 
     /// The Prometheus text exposition.

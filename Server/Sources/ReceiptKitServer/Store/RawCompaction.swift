@@ -90,29 +90,49 @@ package enum RawCompaction {
     /// `nested` JWS (carried inside another's payload), each once, in the order found.
     package static func headerSegments(in raw: [UInt8], nested: [String]) -> [[UInt8]] {
         var segments: [[UInt8]] = []
-        func add(_ segment: [UInt8]) {
-            if segment.count >= minimumLength, !segments.contains(segment) { segments.append(segment) }
+        func add(_ segment: UnsafeBufferPointer<UInt8>) {
+            guard segment.count >= minimumLength, !segments.contains(where: { equal($0, segment) }) else { return }
+            segments.append(Array(segment))
         }
+        let isBase64URL = base64URLTable
         raw.withUnsafeBufferPointer { bytes in
+            guard let base = bytes.baseAddress else { return }
             var index = 0
-            while index + 3 <= bytes.count {
-                guard bytes[index] == UInt8(ascii: "e"), bytes[index + 1] == UInt8(ascii: "y"),
-                    bytes[index + 2] == UInt8(ascii: "J"),
-                    index == 0 || !(isBase64URL(bytes[index - 1]) || bytes[index - 1] == UInt8(ascii: "."))
-                else {
-                    index += 1
-                    continue
+            // Each `e` is a candidate start; base64url has one in 64 characters.
+            while bytes.count - index >= 3, let found = memchr(base + index, Int32(UInt8(ascii: "e")), bytes.count - index - 2) {
+                let start = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                index = start + 1
+                guard bytes[start + 1] == UInt8(ascii: "y"), bytes[start + 2] == UInt8(ascii: "J"),
+                    start == 0 || !(isBase64URL[Int(bytes[start - 1])] || bytes[start - 1] == UInt8(ascii: "."))
+                else { continue }
+                var end = start + 3
+                while end < bytes.count, isBase64URL[Int(bytes[end])] { end += 1 }
+                if end < bytes.count, bytes[end] == UInt8(ascii: ".") {
+                    add(UnsafeBufferPointer(rebasing: bytes[start..<end]))
                 }
-                var end = index + 3
-                while end < bytes.count, isBase64URL(bytes[end]) { end += 1 }
-                if end < bytes.count, bytes[end] == UInt8(ascii: ".") { add(Array(bytes[index..<end])) }
                 index = end
             }
         }
-        for jws in nested {
-            add(Array(jws.utf8.prefix { $0 != UInt8(ascii: ".") }))
+        for var jws in nested {
+            jws.withUTF8 { bytes in
+                guard let base = bytes.baseAddress else { return }
+                let end = memchr(base, Int32(UInt8(ascii: ".")), bytes.count).map { base.distance(to: $0.assumingMemoryBound(to: UInt8.self)) }
+                add(UnsafeBufferPointer(rebasing: bytes[0..<(end ?? bytes.count)]))
+            }
         }
         return segments
+    }
+
+    /// Whether each byte value is a base64url character.
+    private static let base64URLTable: [Bool] = (0..<256).map { isBase64URL(UInt8($0)) }
+
+    /// Whether two byte strings are equal (`memcmp`).
+    static func equal(_ lhs: [UInt8], _ rhs: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        return lhs.withUnsafeBufferPointer { lhs in
+            guard let left = lhs.baseAddress, let right = rhs.baseAddress else { return true }  // both empty
+            return memcmp(left, right, lhs.count) == 0
+        }
     }
 
     package static func isBase64URL(_ byte: UInt8) -> Bool {
@@ -128,7 +148,10 @@ package enum RawCompaction {
     /// first where two would overlap), or `nil` when nothing was replaced or `raw` holds a 0x00
     /// byte (it is then stored verbatim).
     package static func compact(_ raw: [UInt8], headers: [Header]) -> [UInt8]? {
-        guard !headers.isEmpty, !raw.contains(escape) else { return nil }
+        let holdsEscape = raw.withUnsafeBytes { bytes in
+            bytes.baseAddress.map { memchr($0, Int32(escape), bytes.count) != nil } ?? false
+        }
+        guard !headers.isEmpty, !holdsEscape else { return nil }
         var matches: [(range: Range<Int>, form: UInt8, id: Int64)] = []
         for header in headers {
             for (form, bytes) in header.forms.enumerated() where !bytes.isEmpty {
@@ -253,15 +276,18 @@ package enum RawCompaction {
 /// in the database only the first time it is met. An entry is added only once the transaction
 /// that looked it up has committed, so an id from a rolled-back insert is never used.
 package final class HeaderDirectory: Sendable {
-    private let known = Mutex<[[UInt8]: RawCompaction.Header]>([:])
-    /// Certificates rotate rarely: a handful of headers in a store's life. Past this many, the
-    /// directory starts again (and looks them up again).
-    private let capacity = 256
+    /// Few: certificates rotate rarely, so a store meets a handful of headers in its life. Looked
+    /// up by comparing bytes (a header is compared in well under a microsecond; hashing it for a
+    /// dictionary took longer). Past ``capacity`` headers, the directory starts again.
+    private let known = Mutex<[(segment: [UInt8], header: RawCompaction.Header)]>([])
+    private let capacity = 64
 
     package init() {}
 
     package func header(for segment: [UInt8]) -> RawCompaction.Header? {
-        known.withLock { $0[segment] }
+        segment.withUnsafeBufferPointer { segment in
+            known.withLock { known in known.first { RawCompaction.equal($0.segment, segment) }?.header }
+        }
     }
 
     /// Remembers headers whose ids a committed transaction looked up or inserted.
@@ -269,7 +295,11 @@ package final class HeaderDirectory: Sendable {
         guard !headers.isEmpty else { return }
         known.withLock { known in
             if known.count + headers.count > capacity { known.removeAll() }
-            for (segment, header) in headers { known[segment] = header }
+            for (segment, header) in headers where !segment.withUnsafeBufferPointer({ segment in
+                known.contains { RawCompaction.equal($0.segment, segment) }
+            }) {
+                known.append((segment, header))
+            }
         }
     }
 }
