@@ -3,6 +3,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import ReceiptKitServer
 
 LoggingSystem.bootstrap { label in
@@ -11,6 +12,8 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 let logger = Logger(label: "receiptkit-server")
+// One event loop thread per CPU the process may run on, before anything starts the loops.
+NIOSingletons.groupLoopCountSuggestion = min(System.coreCount, schedulableProcessorCount())
 
 let configuration: ServerConfiguration
 do {
