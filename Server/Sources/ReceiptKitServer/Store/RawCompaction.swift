@@ -107,10 +107,13 @@ package enum RawCompaction {
                 else { continue }
                 var end = start + 3
                 while end < bytes.count, isBase64URL[Int(bytes[end])] { end += 1 }
-                if end < bytes.count, bytes[end] == UInt8(ascii: ".") {
-                    add(UnsafeBufferPointer(rebasing: bytes[start..<end]))
-                }
                 index = end
+                guard end < bytes.count, bytes[end] == UInt8(ascii: ".") else { continue }
+                add(UnsafeBufferPointer(rebasing: bytes[start..<end]))
+                // The payload that follows holds no header as it is: go on after it.
+                if let next = memchr(base + end + 1, Int32(UInt8(ascii: ".")), bytes.count - end - 1) {
+                    index = base.distance(to: next.assumingMemoryBound(to: UInt8.self)) + 1
+                }
             }
         }
         for var jws in nested {
@@ -186,12 +189,17 @@ package enum RawCompaction {
             needle.withUnsafeBytes { needle in
                 guard let base = haystack.baseAddress, let pattern = needle.baseAddress else { return }
                 var offset = 0
+                // A needle of 8 bytes or more (a header form is 64 or more) has its first 8
+                // compared in place: most starts `memchr` finds fail there, without a call.
+                let prefix = needle.count >= 8 ? pattern.loadUnaligned(as: UInt64.self) : nil
                 while haystack.count - offset >= needle.count {
                     guard let found = memchr(base + offset, Int32(first), haystack.count - offset - needle.count + 1) else {
                         return
                     }
                     let start = base.distance(to: UnsafeRawPointer(found))
-                    if memcmp(found, pattern, needle.count) == 0 {
+                    if let prefix, UnsafeRawPointer(found).loadUnaligned(as: UInt64.self) != prefix {
+                        offset = start + 1
+                    } else if memcmp(found, pattern, needle.count) == 0 {
                         ranges.append(start..<(start + needle.count))
                         offset = start + needle.count
                     } else {
