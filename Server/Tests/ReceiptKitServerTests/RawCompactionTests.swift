@@ -124,4 +124,21 @@ struct RawCompactionTests {
         let nested = String(decoding: b, as: UTF8.self) + ".payload.signature"
         #expect(RawCompaction.headerSegments(in: raw, nested: [nested, nested]) == [a, b])
     }
+
+    @Test("the sampling finder finds what a scan finds: random texts, repeated and adjacent needles, periodic needles")
+    func finderMatchesScan() {
+        var generator = Generator(state: 0xF1ED)
+        for round in 0..<300 {
+            let alphabet: [UInt8] = round.isMultiple(of: 3) ? Array("ab".utf8) : Self.base64URLAlphabet
+            let length = Int.random(in: 8...200, using: &generator)
+            let needle = (0..<length).map { _ in alphabet.randomElement(using: &generator)! }
+            var text: [UInt8] = []
+            for _ in 0..<Int.random(in: 0...6, using: &generator) {
+                text += (0..<Int.random(in: 0...30, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
+                text += Bool.random(using: &generator) ? needle : Array(needle.dropFirst(Int.random(in: 0...length, using: &generator)))
+            }
+            let finder = RawCompaction.Finder(needle)
+            #expect(finder.occurrences(in: text) == RawCompaction.occurrences(of: needle, in: text), "round \(round)")
+        }
+    }
 }
