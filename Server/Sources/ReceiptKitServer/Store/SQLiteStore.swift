@@ -129,13 +129,14 @@ public final class SQLiteStore: EntitlementStore {
         found: inout [(segment: [UInt8], header: RawCompaction.Header)]
     ) throws -> Bool {
         let raw = try storedRaw(of: event, in: db, headers: headers, found: &found)
-        let inserted = try Int64.fetchOne(
-            db.cachedStatement(
-                sql: """
-                    INSERT INTO events (dedup_key, kind, raw, raw_encoding, record, received_at) VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (dedup_key) DO NOTHING RETURNING id
-                    """),
-            arguments: [event.dedupKey, event.kind, Data(raw.bytes), raw.encoding.rawValue, event.record, event.receivedAt])
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO events (dedup_key, kind, raw, raw_encoding, record, received_at) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (dedup_key) DO NOTHING
+                """
+        ).execute(arguments: [event.dedupKey, event.kind, Data(raw.bytes), raw.encoding.rawValue, event.record, event.receivedAt])
+        // One row inserted, or none for a replay (`RETURNING` would read it back through a cursor).
+        let inserted: Int64? = db.changesCount == 1 ? db.lastInsertedRowID : nil
         if let eventId = inserted {
             for fold in event.orderedFolds {
                 let key = fold.key
