@@ -29,7 +29,7 @@ enum Schema {
         }
 
         /// Makes a long text column unique. A PostgreSQL B-tree cannot hold a key of more than
-        /// about 2.7 KB, and a JWS header is 4.7 KB: there, uniqueness is an exclusion
+        /// about 2.7 KB, and an App Store JWS header is 4.4 KB: there, uniqueness is an exclusion
         /// constraint over a hash index, which `ON CONFLICT DO NOTHING` honours too.
         func uniqueLongText(table: String, column: String) -> String {
             switch self {
