@@ -236,12 +236,14 @@ public final class PostgresStore: EntitlementStore {
             row = (Array(stored.readableBytesView), encoding)
         }
         guard let row else { return nil }
-        let identifiers = try RawCompaction.references(in: row.encoding == RawEncoding.headerReferences.rawValue ? row.stored : [])
         var segments: [Int64: [UInt8]] = [:]
-        for try await (id, segment) in try await client.query(
-            "SELECT id, segment FROM jws_headers WHERE id = ANY(\(Array(identifiers)))", logger: logger
-        ).decode((Int64, String).self) {
-            segments[id] = Array(segment.utf8)
+        if row.encoding == RawEncoding.headerReferences.rawValue {
+            let identifiers = Array(try RawCompaction.references(in: row.stored))
+            for try await (id, segment) in try await client.query(
+                "SELECT id, segment FROM jws_headers WHERE id = ANY(\(identifiers))", logger: logger
+            ).decode((Int64, String).self) {
+                segments[id] = Array(segment.utf8)
+            }
         }
         return try RawCompaction.raw(stored: row.stored, encoding: row.encoding) { _ in segments }
     }

@@ -72,13 +72,14 @@ public final class SQLiteStore: EntitlementStore {
             var newHeaders: [(segment: [UInt8], header: RawCompaction.Header)] = []
             for event in events {
                 var isNew = false
+                // Headers this event inserted count only once its savepoint is released.
+                var found: [(segment: [UInt8], header: RawCompaction.Header)] = []
                 do {
                     try db.inSavepoint {
-                        var found: [(segment: [UInt8], header: RawCompaction.Header)] = []
                         isNew = try insert(event, into: db, headers: headers, found: &found)
-                        newHeaders += found
                         return .commit
                     }
+                    newHeaders += found
                     results.append(.success(isNew))
                 } catch {
                     guard db.isInsideTransaction else { throw error }
