@@ -12,6 +12,8 @@ struct ProcessorTests {
         #expect(count >= 1 && count <= ProcessInfo.processInfo.activeProcessorCount)
         let nproc = Process()
         nproc.executableURL = URL(fileURLWithPath: "/usr/bin/nproc")
+        // nproc also obeys OpenMP's variables, which say nothing of the affinity.
+        nproc.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OMP_") }
         let output = Pipe()
         nproc.standardOutput = output
         try nproc.run()
