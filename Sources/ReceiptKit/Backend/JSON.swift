@@ -4,9 +4,9 @@ internal import CReceiptKitJansson
 ///
 /// Parsing is strict: duplicate object members are rejected (signed data must have exactly one
 /// meaning), as are invalid UTF-8, a byte-order mark, NUL in strings, and integers beyond 64 bits.
-/// Long plain string values are lifted out of the text before jansson parses it and read back
-/// from the original bytes (see ``JSONLiftedStrings``): the values, the errors and their reasons
-/// are the ones jansson gives for the text as it stands.
+/// Plain strings are lifted out of the text before jansson parses it, values read back from the
+/// original bytes and names looked up by their markers (see ``JSONLiftedStrings``): the values,
+/// the errors and their reasons are the ones jansson gives for the text as it stands.
 package final class JSONDocument {
     private let root: UnsafeMutablePointer<json_t>
     /// The values lifted out of the text jansson parsed, `nil` when it parsed the text itself.
@@ -14,6 +14,10 @@ package final class JSONDocument {
 
     /// The number of string values read from the original bytes rather than from jansson's copy.
     package var liftedStringCount: Int { lifted?.count ?? 0 }
+    /// The number of distinct member names jansson saw as markers.
+    package var liftedNameCount: Int { lifted?.nameCount ?? 0 }
+    /// How many distinct member names are lifted from one text at most.
+    package static var maximumLiftedNameCount: Int { JSONLiftedStrings.maximumNameCount }
 
     /// Parses `bytes` as a JSON object.
     ///
@@ -21,8 +25,8 @@ package final class JSONDocument {
     ///   - bytes: The UTF-8 JSON text.
     ///   - code: The error code to throw when parsing fails.
     ///   - what: What the text is, for the error reason (e.g. "JWS header").
-    ///   - liftingLongStrings: Whether long plain string values may be lifted out before jansson
-    ///     parses the text; `false` parses the text as it stands, which tests compare with.
+    ///   - liftingLongStrings: Whether plain strings may be lifted out before jansson parses the
+    ///     text; `false` parses the text as it stands, which tests compare with.
     ///   - allowingNUL: Whether strings may hold U+0000 (`\u0000`): only for text ReceiptKit
     ///     wrote itself, such as an entitlement ledger, never for signed data.
     /// - Throws: ``ReceiptKitError`` with `code` when the text is not a strict JSON object.
@@ -100,9 +104,11 @@ package struct JSONObject {
 
     private func lookup(_ key: JSONKey) -> UnsafeMutablePointer<json_t>? {
         let object = pointer  // capture the pointer alone, not the view's path and code
-        return key.withUTF8 { name in
+        func get(_ name: UnsafeBufferPointer<UInt8>) -> UnsafeMutablePointer<json_t>? {
             name.withMemoryRebound(to: CChar.self) { json_object_getn(object, $0.baseAddress, $0.count) }
         }
+        guard let lifted else { return key.withUTF8(get) }
+        return key.withUTF8 { name in lifted.withParsedName(name, get) }  // nil: in no object
     }
 
     private func member(_ key: JSONKey) -> UnsafeMutablePointer<json_t>? {

@@ -2,9 +2,9 @@ import Foundation
 import ReceiptKit
 import Testing
 
-/// Long plain string values lifted out of a JSON text before jansson parses it: every reader
-/// sees the same values, and every invalid text the same error, as when jansson parses the text
-/// as it stands (`liftingLongStrings: false`, the reference).
+/// Plain string values and member names lifted out of a JSON text before jansson parses it: every
+/// reader sees the same values, and every invalid text the same error, as when jansson parses the
+/// text as it stands (`liftingLongStrings: false`, the reference).
 @Suite("JSON string lifting")
 struct JSONLiftingTests {
     /// A JWS-like value: 2,000 bytes of base64url with dots.
@@ -48,33 +48,110 @@ struct JSONLiftingTests {
     func readBack() throws {
         let sixteen = String(Self.printable.prefix(16))
         let text = """
-            {"a":"\(Self.jwsLike)","b":"\(Self.printable)","c":"\(sixteen)","d":"\(sixteen.dropLast())",\
-            "e":"","n":12,"o":{"inner":"\(Self.jwsLike.prefix(100))"}}
+            {"a":"\(Self.jwsLike)","b":"\(Self.printable)","c":"\(sixteen)","d":"\(sixteen.prefix(4))",\
+            "e":"","f":"abc","n":12,"o":{"inner":"\(Self.jwsLike.prefix(100))"}}
             """
         let document = try Self.parse(text)
-        #expect(document.liftedStringCount == 4)  // a, b, c, o.inner: 16 bytes and more
+        #expect(document.liftedStringCount == 5)  // a, b, c, d, o.inner: 4 bytes and more
+        #expect(document.liftedNameCount == 1)  // inner: 4 bytes and more
         try document.withRoot(code: .malformedPayload) { root throws in
             #expect(try root.string("a") == Self.jwsLike)
             #expect(try root.utf8String("a") == Array(Self.jwsLike.utf8))
             #expect(try root.string("b") == Self.printable)
             #expect(try root.string("c") == sixteen)
-            #expect(try root.string("d") == String(sixteen.dropLast()))
+            #expect(try root.string("d") == String(sixteen.prefix(4)))
             #expect(try root.string("e") == "")
+            #expect(try root.string("f") == "abc")
             #expect(try root.int64("n") == 12)
             #expect(try root.object("o")?.string("inner") == String(Self.jwsLike.prefix(100)))
         }
     }
 
-    @Test("member names are never lifted, whatever their length or the whitespace before ':'")
-    func keysStay() throws {
+    @Test("member names are found by their markers, whatever the whitespace before ':'")
+    func keys() throws {
         let key = String(Self.jwsLike.prefix(40))
-        let text = "{\"\(key)\" \t\r\n: \"\(Self.jwsLike)\" ,\n\"\(key)x\":1}"
+        let text = "{\"\(key)\" \t\r\n: \"\(Self.jwsLike)\" ,\n\"\(key)x\":1,\"\(Self.printable)\":true}"
         let document = try Self.parse(text)
         #expect(document.liftedStringCount == 1)
+        #expect(document.liftedNameCount == 3)
         try document.withRoot(code: .malformedPayload) { root throws in
             #expect(try root.string(JSONKey(key)) == Self.jwsLike)
             #expect(try root.int64(JSONKey(key + "x")) == 1)
+            #expect(try root.bool(JSONKey(Self.printable)) == true)
             #expect(root.contains(JSONKey(key)))
+            // Names that are not members: a prefix, an extension, one differing past eight bytes.
+            #expect(!root.contains(JSONKey(String(key.prefix(39)))))
+            #expect(!root.contains(JSONKey(key + "xy")))
+            #expect(!root.contains(JSONKey(String(key.prefix(20)) + "?" + String(key.dropFirst(21)))))
+            #expect(!root.contains("x"))
+        }
+    }
+
+    @Test("one name in several objects has one marker, and each object finds its own member")
+    func sharedNames() throws {
+        let text = """
+            {"transactionId":"1000","data":{"transactionId":"2000","bundleId":"com.example","list":\
+            [{"transactionId":"3000"},{"bundleId":"com.other"}]},"bundleId":"transactionId"}
+            """
+        let document = try Self.parse(text)
+        #expect(document.liftedNameCount == 4)  // transactionId, data, bundleId, list
+        try document.withRoot(code: .malformedPayload) { root throws in
+            #expect(try root.string("transactionId") == "1000")
+            #expect(try root.string("bundleId") == "transactionId")
+            let data = try #require(try root.object("data"))
+            #expect(try data.string("transactionId") == "2000")
+            #expect(try data.string("bundleId") == "com.example")
+            let list = try #require(try data.array("list"))
+            #expect(try list.object(at: 0).string("transactionId") == "3000")
+            #expect(try list.object(at: 0).string("bundleId") == nil)
+            #expect(try list.object(at: 1).string("bundleId") == "com.other")
+            #expect(try list.object(at: 1).string("transactionId") == nil)
+        }
+        Self.expectSameOutcome(Array(text.utf8)) { root in
+            [try root.string("transactionId"), try root.object("data")?.string("bundleId")]
+        }
+    }
+
+    @Test("past 99 distinct names, new names stay as they are; every name is still found")
+    func manyNames() throws {
+        // 150 distinct names, then the first 10 again in a nested object, then a duplicate of a
+        // name past the limit, which jansson must still reject.
+        let names = (0..<150).map { "name\($0)" }
+        let members = names.enumerated().map { "\"\($1)\":\($0)" }.joined(separator: ",")
+        let nested = names.prefix(10).map { "\"\($0)\":\"v-\($0)\"" }.joined(separator: ",")
+        let text = "{\(members),\"nested\":{\(nested),\"\(names[120])\":1}}"
+        let document = try Self.parse(text)
+        #expect(document.liftedNameCount == JSONDocument.maximumLiftedNameCount)
+        try document.withRoot(code: .malformedPayload) { root throws in
+            for (value, name) in names.enumerated() {
+                #expect(try root.int64(JSONKey(name)) == Int64(value))
+            }
+            let inner = try #require(try root.object("nested"))
+            for name in names.prefix(10) {
+                #expect(try inner.string(JSONKey(name)) == "v-\(name)")
+            }
+            #expect(try inner.int64(JSONKey(names[120])) == 1)
+            #expect(try inner.int64(JSONKey(names[11])) == nil)
+            #expect(try inner.int64(JSONKey(names[130])) == nil)
+            #expect(try root.int64("name150") == nil)
+        }
+        for duplicated in [names[5], names[140]] {
+            let text = "{\(members),\"\(duplicated)\":0}"
+            let error = expectRejection(.malformedPayload) { _ = try Self.parse(text) }
+            #expect(error?.reason.contains("duplicate object key") == true, "\(error?.reason ?? "")")
+        }
+    }
+
+    @Test("a value is lifted only when its marker is no longer than it")
+    func markerLengths() throws {
+        // Values 0–99 have markers of 3 or 4 bytes; from the 100th, a 4-byte value stays.
+        let values = (0..<150).map { String(format: "%04d", $0) }
+        let text = "{\"list\":[\(values.map { "\"\($0)\"" }.joined(separator: ","))],\"last\":\"12345\"}"
+        let document = try Self.parse(text)
+        #expect(document.liftedStringCount == 101)  // 100 four-byte values, then the 5-byte one
+        try document.withRoot(code: .malformedPayload) { root throws in
+            #expect(try root.strings("list") == values)
+            #expect(try root.string("last") == "12345")
         }
     }
 
@@ -115,18 +192,25 @@ struct JSONLiftingTests {
 
     @Test("text that only looks like a marker is read as written")
     func markerLookalikes() throws {
-        // Escaped U+0001 is genuine text here: the backslash turns lifting off.
-        let escaped = "{\"a\":\"\\u00010\",\"b\":\"\(Self.jwsLike)\"}"
+        // An escaped tab or newline is genuine text here: the backslash turns lifting off.
+        let escaped = "{\"a\":\"\\t0\",\"\\n0\":\"\(Self.jwsLike)\",\"name\":1}"
         let document = try Self.parse(escaped)
         #expect(document.liftedStringCount == 0)
+        #expect(document.liftedNameCount == 0)
         try document.withRoot(code: .malformedPayload) { root throws in
-            #expect(try root.string("a") == "\u{1}0")
-            #expect(try root.string("b") == Self.jwsLike)
+            #expect(try root.string("a") == "\t0")
+            #expect(try root.string("\n0") == Self.jwsLike)
+            #expect(try root.int64("name") == 1)
         }
-        // A raw U+0001 is invalid JSON, with or without lifting, with the same error.
-        let raw = Array("{\"a\":\"".utf8) + [0x01, 0x30] + Array("\",\"b\":\"\(Self.jwsLike)\"}".utf8)
-        expectRejection(.malformedPayload) { _ = try Self.parse(raw) }
-        Self.expectSameOutcome(raw) { root in [try root.string("a")] }
+        // A raw tab or newline is invalid JSON, with or without lifting, with the same error.
+        for byte: UInt8 in [0x09, 0x0A] {
+            let value = Array("{\"a\":\"".utf8) + [byte, 0x30] + Array("\",\"b\":\"\(Self.jwsLike)\"}".utf8)
+            let name = Array("{\"".utf8) + [byte, 0x30] + Array("\":\"\(Self.jwsLike)\",\"name\":1}".utf8)
+            for text in [value, name] {
+                expectRejection(.malformedPayload) { _ = try Self.parse(text) }
+                Self.expectSameOutcome(text) { root in [try root.string("a"), try root.int64("name").map(String.init)] }
+            }
+        }
     }
 
     @Test("invalid text with long strings gives the error, offset included, of the text itself")
@@ -153,13 +237,13 @@ struct JSONLiftingTests {
         }
     }
 
-    @Test("arrays of long strings read back, element by element")
+    @Test("arrays of strings read back, element by element")
     func arrays() throws {
-        let text = "{\"x5c\":[\"\(Self.jwsLike)\", \"short\" ,\"\(Self.printable)\"],\"list\":[[\"\(Self.jwsLike)\"]]}"
+        let text = "{\"x5c\":[\"\(Self.jwsLike)\", \"short\" ,\"ab\",\"\(Self.printable)\"],\"list\":[[\"\(Self.jwsLike)\"]]}"
         let document = try Self.parse(text)
-        #expect(document.liftedStringCount == 3)
+        #expect(document.liftedStringCount == 4)  // all but "ab"
         try document.withRoot(code: .malformedPayload) { root throws in
-            #expect(try root.strings("x5c") == [Self.jwsLike, "short", Self.printable])
+            #expect(try root.strings("x5c") == [Self.jwsLike, "short", "ab", Self.printable])
         }
     }
 
