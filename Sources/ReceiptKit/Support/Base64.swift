@@ -120,8 +120,9 @@ package enum Base64 {
     ///
     /// A group's 24 bits are the OR of four lookups in `table` (see ``groupTable(_:)``); an
     /// invalid character sets ``invalidBit``, which is collected across groups and checked once.
-    /// Every group but the last writes its three bytes as one 4-byte store, whose fourth byte the
-    /// next group overwrites.
+    /// Groups are decoded two at a time, their six bytes written as one 8-byte store whose last
+    /// two bytes the next store overwrites; near the end of the output, one group at a time with
+    /// 4-byte stores, then byte by byte.
     private static func decodeGroups(
         _ source: UnsafeBufferPointer<UInt8>, count: Int, table: UnsafeBufferPointer<UInt32>
     ) -> [UInt8]? {
@@ -134,25 +135,34 @@ package enum Base64 {
         var invalidBits: UInt32 = 0
         let output = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
             func group(_ index: Int, _ characters: Int) -> UInt32 {
-                var bits = table[Int(source[index])] | table[256 + Int(source[index + 1])]
-                if characters > 2 { bits |= table[512 + Int(source[index + 2])] }
-                if characters > 3 { bits |= table[768 + Int(source[index + 3])] }
+                var bits = table[Int(source[index])] | table[256 &+ Int(source[index &+ 1])]
+                if characters > 2 { bits |= table[512 &+ Int(source[index &+ 2])] }
+                if characters > 3 { bits |= table[768 &+ Int(source[index &+ 3])] }
                 return bits
             }
             // Every byte below `capacity` is written below, valid input or not.
             let output = UnsafeMutableRawPointer(buffer.baseAddress!)
             let fullEnd = count - remainder
-            // Groups whose 4-byte store stays inside the output: all full groups but the last,
-            // or all of them when a partial group follows.
-            let storedGroups = remainder == 0 ? max(fullEnd / 4 - 1, 0) : fullEnd / 4
             var index = 0
             var out = 0
-            for _ in 0..<storedGroups {
+            while index &+ 8 <= fullEnd, out &+ 8 <= capacity {
+                let first = group(index, 4)
+                let second = group(index &+ 4, 4)
+                invalidBits |= first | second
+                // The first group's 24 bits in bits 40–63, the second's in 16–39: the six bytes in
+                // order once big-endian. (An invalid character's bit 31 lands among data bits, but
+                // then the output is discarded.)
+                let bits = UInt64(first) << 40 | UInt64(second) << 16
+                output.storeBytes(of: bits.bigEndian, toByteOffset: out, as: UInt64.self)
+                index &+= 8
+                out &+= 6
+            }
+            while index < fullEnd, out &+ 4 <= capacity {
                 let bits = group(index, 4)
                 invalidBits |= bits
                 output.storeBytes(of: (bits << 8).bigEndian, toByteOffset: out, as: UInt32.self)
-                index += 4
-                out += 3
+                index &+= 4
+                out &+= 3
             }
             if index < fullEnd {  // the last full group, when it ends the output
                 let bits = group(index, 4)
