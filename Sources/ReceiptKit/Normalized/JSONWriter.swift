@@ -1,10 +1,11 @@
 /// Writes JSON text with members in the order they are written: ReceiptKit's output is
 /// deterministic byte for byte, whatever the platform's dictionary order.
 ///
-/// Output is appended to a byte buffer as it is written: batches render one record per input,
-/// so the writer avoids intermediate strings.
+/// Output is written straight into a growing byte buffer as it is produced: batches render one
+/// record per input, so the writer builds no intermediate strings, and each byte or run is
+/// stored through a pointer, without an array's per-append uniqueness and capacity checks.
 package struct JSONWriter {
-    fileprivate(set) var bytes: [UInt8]
+    private let output: OutputBuffer
     private let pretty: Bool
     private var depth = 0
     /// Bit `d` is set while the container at depth `d` still has no element. ReceiptKit's own
@@ -12,30 +13,27 @@ package struct JSONWriter {
     private var emptyContainers: UInt64 = 1
 
     package init(pretty: Bool = false) {
-        self.init(appendingTo: [], pretty: pretty)
-        bytes.reserveCapacity(2048)
-    }
-
-    /// A writer that appends to `buffer`'s bytes.
-    init(appendingTo buffer: [UInt8], pretty: Bool) {
-        self.bytes = buffer
+        self.output = OutputBuffer(capacity: 2048)
         self.pretty = pretty
     }
 
-    package var text: String { String(decoding: bytes, as: UTF8.self) }
+    /// The text written so far.
+    package var text: String { output.withBytes { String(decoding: $0, as: UTF8.self) } }
 
-    /// Appends to `buffer` what `body` writes, reusing `buffer`'s storage.
+    /// The bytes written so far.
+    package var bytes: [UInt8] { output.withBytes { Array($0) } }
+
+    /// Appends to `buffer` what `body` writes.
     package static func append(to buffer: inout [UInt8], pretty: Bool, _ body: (inout JSONWriter) -> Void) {
-        var writer = JSONWriter(appendingTo: buffer, pretty: pretty)
-        buffer = []  // the writer now holds the only reference, so it appends in place
+        var writer = JSONWriter(pretty: pretty)
         body(&writer)
-        buffer = writer.bytes
+        writer.output.withBytes { buffer.append(contentsOf: $0) }
     }
 
     private mutating func newline() {
         guard pretty else { return }
-        bytes.append(UInt8(ascii: "\n"))
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: depth * 2))
+        output.append(UInt8(ascii: "\n"))
+        for _ in 0..<depth * 2 { output.append(UInt8(ascii: " ")) }
     }
 
     private mutating func separate() {
@@ -43,13 +41,13 @@ package struct JSONWriter {
         if emptyContainers & bit != 0 {
             emptyContainers &= ~bit
         } else {
-            bytes.append(UInt8(ascii: ","))
+            output.append(UInt8(ascii: ","))
         }
         newline()
     }
 
     private mutating func open(_ bracket: UInt8) {
-        bytes.append(bracket)
+        output.append(bracket)
         depth += 1
         precondition(depth < 64, "JSONWriter nests at most 63 containers")
         emptyContainers |= 1 << UInt64(depth)
@@ -63,7 +61,7 @@ package struct JSONWriter {
         if !wasEmpty {
             newline()
         }
-        bytes.append(bracket)
+        output.append(bracket)
     }
 
     /// Writes an object whose members `body` writes with the `member` methods.
@@ -83,11 +81,14 @@ package struct JSONWriter {
     /// Writes a member name. Names are ReceiptKit's own identifiers, which need no escaping.
     private mutating func key(_ name: JSONKey) {
         separate()
-        bytes.append(UInt8(ascii: "\""))
-        name.withUTF8 { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
-        if pretty { bytes.append(UInt8(ascii: " ")) }
+        let output = output
+        name.withUTF8 { name in
+            output.append(UInt8(ascii: "\""))
+            output.append(UnsafeRawBufferPointer(name))
+            output.append(UInt8(ascii: "\""))
+            output.append(UInt8(ascii: ":"))
+        }
+        if pretty { output.append(UInt8(ascii: " ")) }
     }
 
     // MARK: Members
@@ -112,15 +113,16 @@ package struct JSONWriter {
 
     package mutating func member(_ name: JSONKey, _ value: Bool?) {
         key(name)
-        if let value { bytes.append(contentsOf: (value ? "true" : "false").utf8) } else { writeNull() }
+        if let value { output.append(value ? "true" : "false") } else { writeNull() }
     }
 
     package mutating func member(_ name: JSONKey, _ value: Timestamp?) {
         key(name)
         guard let value else { return writeNull() }
-        bytes.append(UInt8(ascii: "\""))
-        value.appendISO8601(to: &bytes)
-        bytes.append(UInt8(ascii: "\""))
+        let output = output
+        output.append(UInt8(ascii: "\""))
+        value.withISO8601 { output.append($0) }
+        output.append(UInt8(ascii: "\""))
     }
 
     package mutating func member(_ name: JSONKey, strings: [String]?) {
@@ -159,14 +161,14 @@ package struct JSONWriter {
     // MARK: Scalars
 
     private mutating func writeNull() {
-        bytes.append(contentsOf: "null".utf8)
+        output.append("null")
     }
 
     private static let hexDigits: StaticString = "0123456789abcdef"
 
     /// Writes `value` in decimal without an intermediate string.
     private mutating func writeInteger(_ value: Int64) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        if value < 0 { output.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for all 20 digits
         withUnsafeMutableBytes(of: &digits) { buffer in
@@ -176,7 +178,7 @@ package struct JSONWriter {
                 buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
                 magnitude /= 10
             } while magnitude > 0
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
+            output.append(UnsafeRawBufferPointer(rebasing: buffer[index...]))
         }
     }
 
@@ -186,8 +188,8 @@ package struct JSONWriter {
         byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0x7F
     }
 
-    private mutating func writeString(_ value: String) {
-        bytes.append(UInt8(ascii: "\""))
+    private func writeString(_ value: String) {
+        output.append(UInt8(ascii: "\""))
         var value = value
         value.withUTF8 { utf8 in
             // Copy runs of bytes that need no escaping in one go; most strings are one run.
@@ -199,28 +201,79 @@ package struct JSONWriter {
                     index += 1
                     continue
                 }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                output.append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[runStart..<index])))
                 index += 1
                 runStart = index
-                bytes.append(UInt8(ascii: "\\"))
+                output.append(UInt8(ascii: "\\"))
                 switch byte {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
-                case UInt8(ascii: "\n"): bytes.append(UInt8(ascii: "n"))
-                case UInt8(ascii: "\r"): bytes.append(UInt8(ascii: "r"))
-                case UInt8(ascii: "\t"): bytes.append(UInt8(ascii: "t"))
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): output.append(byte)
+                case UInt8(ascii: "\n"): output.append(UInt8(ascii: "n"))
+                case UInt8(ascii: "\r"): output.append(UInt8(ascii: "r"))
+                case UInt8(ascii: "\t"): output.append(UInt8(ascii: "t"))
                 default:
-                    bytes.append(UInt8(ascii: "u"))
-                    bytes.append(UInt8(ascii: "0"))
-                    bytes.append(UInt8(ascii: "0"))
+                    output.append(UInt8(ascii: "u"))
+                    output.append(UInt8(ascii: "0"))
+                    output.append(UInt8(ascii: "0"))
                     Self.hexDigits.withUTF8Buffer { digits in
-                        bytes.append(digits[Int(byte >> 4)])
-                        bytes.append(digits[Int(byte & 0x0F)])
+                        output.append(digits[Int(byte >> 4)])
+                        output.append(digits[Int(byte & 0x0F)])
                     }
                 }
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            output.append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[runStart...])))
         }
-        bytes.append(UInt8(ascii: "\""))
+        output.append(UInt8(ascii: "\""))
     }
 }
 
+/// The bytes a ``JSONWriter`` has written: storage it owns, grown by doubling, written through a
+/// pointer. Only its writer (and the writer's copies, which nothing makes) ever holds one.
+private final class OutputBuffer {
+    private var start: UnsafeMutablePointer<UInt8>
+    private var count = 0
+    private var capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        self.start = .allocate(capacity: capacity)
+    }
+
+    deinit {
+        start.deallocate()
+    }
+
+    func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        body(UnsafeBufferPointer(start: start, count: count))
+    }
+
+    @inline(__always)
+    func append(_ byte: UInt8) {
+        if count == capacity { grow(toHold: 1) }
+        start[count] = byte
+        count &+= 1
+    }
+
+    @inline(__always)
+    func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress else { return }
+        if capacity &- count < bytes.count { grow(toHold: bytes.count) }
+        UnsafeMutableRawPointer(start + count).copyMemory(from: source, byteCount: bytes.count)
+        count &+= bytes.count
+    }
+
+    /// Appends a literal such as `null`.
+    func append(_ text: StaticString) {
+        text.withUTF8Buffer { append(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Makes room for `extra` more bytes, at least doubling the capacity.
+    @inline(never)
+    private func grow(toHold extra: Int) {
+        let newCapacity = max(capacity * 2, count + extra)
+        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        grown.moveInitialize(from: start, count: count)
+        start.deallocate()
+        start = grown
+        capacity = newCapacity
+    }
+}

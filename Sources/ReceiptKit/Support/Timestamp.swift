@@ -59,8 +59,13 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Appends ``iso8601`` as UTF-8 without building a `String`: the output hot path.
+    /// Appends ``iso8601`` as UTF-8 without building a `String`.
     func appendISO8601(to bytes: inout [UInt8]) {
+        withISO8601 { bytes.append(contentsOf: $0) }
+    }
+
+    /// Calls `body` with ``iso8601`` as UTF-8, formatted on the stack: the output hot path.
+    func withISO8601<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
         var days = millisecondsSince1970 / 86_400_000
         var msOfDay = millisecondsSince1970 % 86_400_000
         if msOfDay < 0 {
@@ -68,9 +73,9 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             days -= 1
         }
         let (year, month, day) = CivilCalendar.date(fromDaysSince1970: days)
-        // At most 27 bytes ("+yyyyyy-MM-ddTHH:mm:ss.SSSZ"), formatted on the stack, appended once.
+        // At most 27 bytes ("+yyyyyy-MM-ddTHH:mm:ss.SSSZ").
         var text: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &text) { buffer in
+        return withUnsafeMutableBytes(of: &text) { buffer in
             var count = 0
             func put(_ byte: UInt8) {
                 buffer[count] = byte
@@ -103,7 +108,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             put(UInt8(ascii: "."))
             digits(msOfDay % 1000, 3)
             put(UInt8(ascii: "Z"))
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            return body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
     }
 
