@@ -1,3 +1,5 @@
+internal import CReceiptKitBase64
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -81,9 +83,12 @@ package enum Base64 {
     /// - Parameters:
     ///   - input: The encoded text as UTF-8 bytes.
     ///   - alphabet: Which alphabet and padding rule applies.
+    ///   - vectorized: Whether whole 16-character blocks may be decoded with SIMD first (tests
+    ///     compare the two).
     /// - Returns: The decoded bytes, or `nil`.
-    package static func decode<Bytes: RandomAccessCollection>(_ input: Bytes, alphabet: Alphabet) -> [UInt8]?
-    where Bytes.Element == UInt8, Bytes.Index == Int {
+    package static func decode<Bytes: RandomAccessCollection>(
+        _ input: Bytes, alphabet: Alphabet, vectorized: Bool = true
+    ) -> [UInt8]? where Bytes.Element == UInt8, Bytes.Index == Int {
         var count = input.count
         let table: [UInt32]
         switch alphabet {
@@ -103,13 +108,13 @@ package enum Base64 {
 
         let decoded = input.withContiguousStorageIfAvailable { source in
             table.withUnsafeBufferPointer { table in
-                decodeGroups(source, count: count, table: table)
+                decodeGroups(source, count: count, table: table, vectorizedAlphabet: vectorized ? alphabet : nil)
             }
         }
         if let decoded { return decoded }
         return Array(input).withUnsafeBufferPointer { source in
             table.withUnsafeBufferPointer { table in
-                decodeGroups(source, count: count, table: table)
+                decodeGroups(source, count: count, table: table, vectorizedAlphabet: vectorized ? alphabet : nil)
             }
         }
     }
@@ -123,8 +128,13 @@ package enum Base64 {
     /// Groups are decoded two at a time, their six bytes written as one 8-byte store whose last
     /// two bytes the next store overwrites; near the end of the output, one group at a time with
     /// 4-byte stores, then byte by byte.
+    ///
+    /// With `vectorizedAlphabet`, `rk_base64_decode_blocks` first decodes whole 16-character
+    /// blocks with SIMD, as far as every character is valid, and this loop goes on from there: it
+    /// still sees the last groups (and their canonical bits) and any invalid character.
     private static func decodeGroups(
-        _ source: UnsafeBufferPointer<UInt8>, count: Int, table: UnsafeBufferPointer<UInt32>
+        _ source: UnsafeBufferPointer<UInt8>, count: Int, table: UnsafeBufferPointer<UInt32>,
+        vectorizedAlphabet: Alphabet?
     ) -> [UInt8]? {
         let remainder = count % 4
         let capacity = decodedByteCount(ofUnpaddedLength: count)
@@ -145,6 +155,11 @@ package enum Base64 {
             let fullEnd = count - remainder
             var index = 0
             var out = 0
+            if let alphabet = vectorizedAlphabet, fullEnd >= 16, let start = source.baseAddress {
+                index = rk_base64_decode_blocks(
+                    start, fullEnd, buffer.baseAddress!, capacity, alphabet == .urlNoPadding ? 1 : 0)
+                out = index / 4 * 3
+            }
             while index &+ 8 <= fullEnd, out &+ 8 <= capacity {
                 let first = group(index, 4)
                 let second = group(index &+ 4, 4)

@@ -54,4 +54,55 @@ struct Base64Tests {
         // A length of 1 modulo 4 is never an encoding.
         #expect(Base64.decode(Array("QUJDR".utf8), alphabet: .urlNoPadding) == nil)
     }
+
+    @Test("16-character blocks decoded with SIMD give the scalar decoder's bytes, at every length")
+    func vectorizedLengths() {
+        for count in 0..<160 {
+            let bytes = Self.bytes(count, seed: count)
+            for (text, alphabet) in [
+                (Array(Self.urlEncoded(bytes).utf8), Base64.Alphabet.urlNoPadding),
+                (Array(Data(bytes).base64EncodedString().utf8), .standardPadded),
+            ] {
+                #expect(Base64.decode(text, alphabet: alphabet) == bytes, "\(count) bytes, \(alphabet)")
+                #expect(Base64.decode(text, alphabet: alphabet, vectorized: false) == bytes, "\(count) bytes, \(alphabet)")
+            }
+        }
+    }
+
+    @Test("every byte at every position of three blocks: SIMD and scalar agree, valid or not")
+    func vectorizedEveryByte() {
+        // 48 characters (36 bytes): three whole blocks, so every position is in one.
+        let bytes = Self.bytes(36, seed: 5)
+        for (text, alphabet) in [
+            (Array(Self.urlEncoded(bytes).utf8), Base64.Alphabet.urlNoPadding),
+            (Array(Data(bytes).base64EncodedString().utf8), .standardPadded),
+        ] {
+            #expect(text.count == 48)
+            for position in text.indices {
+                for byte in UInt8.min...UInt8.max {
+                    var changed = text
+                    changed[position] = byte
+                    let vectorized = Base64.decode(changed, alphabet: alphabet)
+                    let scalar = Base64.decode(changed, alphabet: alphabet, vectorized: false)
+                    #expect(vectorized == scalar, "\(alphabet): byte \(byte) at \(position)")
+                }
+            }
+        }
+    }
+
+    @Test("every character of each alphabet decodes to its value in a SIMD block")
+    func vectorizedAlphabet() {
+        let url = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        let standard = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        // The 64 characters in order are the 48 bytes whose 6-bit groups count 0 to 63.
+        var expected: [UInt8] = []
+        for group in stride(from: 0, to: 64, by: 4) {
+            let bits = UInt32(group) << 18 | UInt32(group + 1) << 12 | UInt32(group + 2) << 6 | UInt32(group + 3)
+            expected += [UInt8(bits >> 16), UInt8(truncatingIfNeeded: bits >> 8), UInt8(truncatingIfNeeded: bits)]
+        }
+        #expect(Base64.decode(url, alphabet: .urlNoPadding) == expected)
+        #expect(Base64.decode(standard, alphabet: .standardPadded) == expected)
+        #expect(Base64.decode(url, alphabet: .standardPadded) == nil)
+        #expect(Base64.decode(standard, alphabet: .urlNoPadding) == nil)
+    }
 }
