@@ -34,9 +34,10 @@ let package = Package(
             pkgConfig: "jansson",
             providers: [.apt(["libjansson-dev"])]
         ),
-        // Base64 decoding 16 characters at a time with SSSE3: a notification's payload is 12 KB
-        // of base64, decoded before anything else (the Swift decoder does the tail and the rules).
-        .target(name: "CReceiptKitBase64"),
+        // Base64 decoding 16 characters at a time with SSSE3, header only: a notification's payload
+        // is 12 KB of base64, decoded before anything else (the Swift decoder does the tail and
+        // the rules).
+        .systemLibrary(name: "CReceiptKitBase64"),
         .target(
             name: "ReceiptKit",
             dependencies: ["CReceiptKitOpenSSL", "CReceiptKitJansson", "CReceiptKitBase64"],
