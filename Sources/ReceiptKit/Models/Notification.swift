@@ -71,9 +71,12 @@ public struct NotificationData: Sendable, Hashable {
     public let bundleId: String?
     public let bundleVersion: String?
     /// The nested transaction JWS, verified with the notification.
-    public let signedTransactionInfo: String?
+    public var signedTransactionInfo: String? { signedTransactionInfoBytes.map { String(decoding: $0, as: UTF8.self) } }
     /// The nested renewal info JWS, verified with the notification.
-    public let signedRenewalInfo: String?
+    public var signedRenewalInfo: String? { signedRenewalInfoBytes.map { String(decoding: $0, as: UTF8.self) } }
+    /// The nested JWS as read, the bytes the verifier checks: a string is made only when asked for.
+    let signedTransactionInfoBytes: [UInt8]?
+    let signedRenewalInfoBytes: [UInt8]?
     /// 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
     public let status: Int32?
     public let rawConsumptionRequestReason: String?
@@ -83,8 +86,8 @@ public struct NotificationData: Sendable, Hashable {
         appAppleId = try json.int64("appAppleId")
         bundleId = try json.string("bundleId")
         bundleVersion = try json.string("bundleVersion")
-        signedTransactionInfo = try json.string("signedTransactionInfo")
-        signedRenewalInfo = try json.string("signedRenewalInfo")
+        signedTransactionInfoBytes = try json.utf8String("signedTransactionInfo")
+        signedRenewalInfoBytes = try json.utf8String("signedRenewalInfo")
         status = try json.int32("status")
         rawConsumptionRequestReason = try json.string("consumptionRequestReason")
     }
@@ -134,12 +137,16 @@ public struct NotificationAppData: Sendable, Hashable {
     public let bundleId: String?
     public let rawEnvironment: String?
     /// The nested app transaction JWS, verified with the notification.
-    public let signedAppTransactionInfo: String?
+    public var signedAppTransactionInfo: String? {
+        signedAppTransactionInfoBytes.map { String(decoding: $0, as: UTF8.self) }
+    }
+    /// The nested JWS as read, the bytes the verifier checks.
+    let signedAppTransactionInfoBytes: [UInt8]?
 
     init(json: JSONObject) throws {
         appAppleId = try json.int64("appAppleId")
         bundleId = try json.string("bundleId")
         rawEnvironment = try json.string("environment")
-        signedAppTransactionInfo = try json.string("signedAppTransactionInfo")
+        signedAppTransactionInfoBytes = try json.utf8String("signedAppTransactionInfo")
     }
 }

@@ -221,18 +221,19 @@ public struct AppStoreVerifier: Sendable {
         } else {
             verified = try authenticate(decoded, payload, date: payload.signedDate)
         }
-        func nested<Nested: SignedPayload>(_ jws: String?, _ field: String, as _: Nested.Type) throws -> Verified<Nested>? {
+        func nested<Nested: SignedPayload>(_ jws: [UInt8]?, _ field: String, as _: Nested.Type) throws -> Verified<Nested>? {
             guard let jws else { return nil }
             do {
-                return try verify(bytes: Array(jws.utf8), as: Nested.self)
+                return try verify(bytes: jws, as: Nested.self)
             } catch let error as ReceiptKitError {
                 throw ReceiptKitError(error.code, "\(field): \(error.reason)", underlyingError: error.underlyingError)
             }
         }
-        let transaction = try nested(payload.data?.signedTransactionInfo, "data.signedTransactionInfo", as: JWSTransaction.self)
-        let renewalInfo = try nested(payload.data?.signedRenewalInfo, "data.signedRenewalInfo", as: JWSRenewalInfo.self)
+        let transaction = try nested(
+            payload.data?.signedTransactionInfoBytes, "data.signedTransactionInfo", as: JWSTransaction.self)
+        let renewalInfo = try nested(payload.data?.signedRenewalInfoBytes, "data.signedRenewalInfo", as: JWSRenewalInfo.self)
         let appTransaction = try nested(
-            payload.appData?.signedAppTransactionInfo, "appData.signedAppTransactionInfo", as: AppTransaction.self)
+            payload.appData?.signedAppTransactionInfoBytes, "appData.signedAppTransactionInfo", as: AppTransaction.self)
         try claims.check(payload)
         return VerifiedNotification(
             notification: verified, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
@@ -245,18 +246,20 @@ public struct AppStoreVerifier: Sendable {
     /// the instant they give, before the nested JWS are verified in full, each at its own date.
     /// A nested JWS that cannot be decoded is rejected here with its field named.
     private func nestedSignedDate(of payload: NotificationPayload) throws -> Timestamp? {
-        func date(_ jws: String?, _ field: String, _ read: (JSONObject) throws -> Timestamp?) throws -> Timestamp? {
+        func date(_ jws: [UInt8]?, _ field: String, _ read: (JSONObject) throws -> Timestamp?) throws -> Timestamp? {
             guard let jws else { return nil }
             do {
-                return try decode(Array(jws.utf8)).payload(read)
+                return try decode(jws).payload(read)
             } catch let error as ReceiptKitError {
                 throw ReceiptKitError(error.code, "\(field): \(error.reason)", underlyingError: error.underlyingError)
             }
         }
         let dates = [
-            try date(payload.data?.signedTransactionInfo, "data.signedTransactionInfo") { try JWSTransaction(json: $0).signedDate },
-            try date(payload.data?.signedRenewalInfo, "data.signedRenewalInfo") { try JWSRenewalInfo(json: $0).signedDate },
-            try date(payload.appData?.signedAppTransactionInfo, "appData.signedAppTransactionInfo") {
+            try date(payload.data?.signedTransactionInfoBytes, "data.signedTransactionInfo") {
+                try JWSTransaction(json: $0).signedDate
+            },
+            try date(payload.data?.signedRenewalInfoBytes, "data.signedRenewalInfo") { try JWSRenewalInfo(json: $0).signedDate },
+            try date(payload.appData?.signedAppTransactionInfoBytes, "appData.signedAppTransactionInfo") {
                 try AppTransaction(json: $0).signedDate
             },
         ]
