@@ -20,9 +20,6 @@ package struct JSONWriter {
     /// The text written so far.
     package var text: String { output.withBytes { String(decoding: $0, as: UTF8.self) } }
 
-    /// The bytes written so far.
-    package var bytes: [UInt8] { output.withBytes { Array($0) } }
-
     /// Appends to `buffer` what `body` writes.
     package static func append(to buffer: inout [UInt8], pretty: Bool, _ body: (inout JSONWriter) -> Void) {
         var writer = JSONWriter(pretty: pretty)

@@ -53,15 +53,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// ISO 8601 in UTC with milliseconds, e.g. `2025-02-10T04:29:32.561Z`.
     public var iso8601: String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(27)
-        appendISO8601(to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// Appends ``iso8601`` as UTF-8 without building a `String`.
-    func appendISO8601(to bytes: inout [UInt8]) {
-        withISO8601 { bytes.append(contentsOf: $0) }
+        withISO8601 { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Calls `body` with ``iso8601`` as UTF-8, formatted on the stack: the output hot path.
