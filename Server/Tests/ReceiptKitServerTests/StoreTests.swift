@@ -58,6 +58,56 @@ struct StoreTests {
         }
     }
 
+    @Test("v4's new keys keep every subscription, link and event of a database an older server left", arguments: Backend.available)
+    func keysMigration(backend: Backend) async throws {
+        let keys = [
+            SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "1"),
+            SubscriptionKey(bundleId: "b", environment: "Production", originalTransactionId: "1"),
+            SubscriptionKey(bundleId: "a", environment: "Sandbox", originalTransactionId: "1"),
+            SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "2"),
+        ]
+        func migrate(_ store: any EntitlementStore, through lastId: String?) async throws {
+            switch store {
+            case let store as SQLiteStore: try await store.migrate(through: lastId)
+            case let store as PostgresStore: try await store.migrate(through: lastId)
+            default: Issue.record("a store of another kind")
+            }
+        }
+        func snapshot(_ store: any EntitlementStore) async throws -> [String] {
+            var lines: [String] = []
+            for id in ["1", "2"] {
+                for stored in try await store.subscriptions(originalTransactionId: id) {
+                    lines.append("\(stored.key): \(String(decoding: stored.state ?? Data(), as: UTF8.self))")
+                }
+            }
+            for customer in ["c0", "c1"] {
+                lines.append("\(customer): \(try await store.subscriptions(customerId: customer).map(\.key))")
+            }
+            for key in keys {
+                lines.append("\(key): \(try await store.events(touching: [key]).map(\.record))")
+            }
+            return lines
+        }
+        try await backend.withDatabase { location, searchPath in
+            try await withStore(location, searchPath: searchPath) { store in
+                try await migrate(store, through: "v3-jws-headers")
+                for index in 0..<8 {
+                    var event = event("m\(index)", keys: [keys[index % 4], keys[(index + 1) % 4]], customer: "c\(index % 2)")
+                    event.record = "{\"n\":\(index)}"
+                    #expect(try await store.record(event))
+                }
+                let before = try await snapshot(store)
+                #expect(before.count == 4 + 2 + 4)
+                try await migrate(store, through: nil)
+                #expect(try await snapshot(store) == before)
+                // Folds continue from the migrated state.
+                #expect(try await store.record(event("after", keys: [keys[0]])))
+                let state = try #require(try await store.subscriptions(originalTransactionId: "1").first { $0.key == keys[0] }?.state)
+                #expect(try JSONDecoder().decode([String].self, from: state) == ["m0", "m3", "m4", "m7", "after"])
+            }
+        }
+    }
+
     @Test("an event whose fold fails is rolled back alone; events written with it stay", arguments: Backend.available)
     func failingEvent(backend: Backend) async throws {
         struct FoldFailure: Error {}

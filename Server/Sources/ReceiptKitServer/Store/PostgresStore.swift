@@ -46,6 +46,12 @@ public final class PostgresStore: EntitlementStore {
     }
 
     public func migrate() async throws {
+        try await migrate(through: nil)
+    }
+
+    /// Applies the migrations not yet applied, up to and including the one with this id (all
+    /// of them when `nil`): the tests make a database as an older server left it.
+    package func migrate(through lastId: String?) async throws {
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
             try await connection.query(
@@ -57,7 +63,7 @@ public final class PostgresStore: EntitlementStore {
             {
                 applied.insert(id)
             }
-            for migration in Schema.migrations where !applied.contains(migration.id) {
+            for migration in try Schema.migrations(through: lastId) where !applied.contains(migration.id) {
                 for statement in migration.statements(.postgres) {
                     // A constant of Schema, never built from input: the one place SQL is not
                     // interpolated, because DDL takes no bindings.

@@ -37,8 +37,14 @@ public final class SQLiteStore: EntitlementStore {
     }
 
     public func migrate() async throws {
+        try await migrate(through: nil)
+    }
+
+    /// Applies the migrations not yet applied, up to and including the one with this id (all
+    /// of them when `nil`): the tests make a database as an older server left it.
+    package func migrate(through lastId: String?) async throws {
         var migrator = DatabaseMigrator()
-        for migration in Schema.migrations {
+        for migration in try Schema.migrations(through: lastId) {
             migrator.registerMigration(migration.id) { db in
                 for statement in migration.statements(.sqlite) {
                     try db.execute(sql: statement)

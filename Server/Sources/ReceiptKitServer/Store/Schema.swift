@@ -45,6 +45,25 @@ enum Schema {
             case .postgres: "BYTEA"
             }
         }
+
+        /// What follows a `CREATE TABLE (…)` whose rows are to live in its primary key's B-tree.
+        /// A SQLite table otherwise keeps its rows in a B-tree of rowids and its primary key in
+        /// an index beside it: two B-trees to change for each row. PostgreSQL has no such
+        /// choice (its tables are heaps beside their indexes).
+        var clusteredOnPrimaryKey: String {
+            switch self {
+            case .sqlite: " WITHOUT ROWID"
+            case .postgres: ""
+            }
+        }
+
+        /// Statements that only PostgreSQL needs (none on SQLite).
+        func postgresOnly(_ statements: [String]) -> [String] {
+            switch self {
+            case .sqlite: []
+            case .postgres: statements
+            }
+        }
     }
 
     struct Migration: Sendable {
@@ -112,5 +131,67 @@ enum Schema {
                 "ALTER TABLE events ADD COLUMN raw_encoding SMALLINT NOT NULL DEFAULT 0",
             ]
         },
+        // Every lookup of `subscriptions` and `event_subscriptions` gives the original
+        // transaction id, and one of them gives nothing else: with both keys led by it, that one
+        // needs no index of its own. On SQLite both tables keep their rows in their key's
+        // B-tree. An event of a new subscription changed seven B-trees (the event's two, the
+        // link's two, the subscription's three) and changes four: fewer pages to write, log and
+        // checkpoint for every event.
+        Migration(id: "v4-keys-led-by-original-transaction-id") { dialect in
+            let subscriptions = [
+                """
+                CREATE TABLE subscriptions_v4 (
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    state TEXT,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (original_transaction_id, bundle_id, environment)
+                )\(dialect.clusteredOnPrimaryKey)
+                """,
+                """
+                INSERT INTO subscriptions_v4 (bundle_id, environment, original_transaction_id, state, updated_at)
+                SELECT bundle_id, environment, original_transaction_id, state, updated_at FROM subscriptions
+                """,
+                "DROP TABLE subscriptions",
+                "ALTER TABLE subscriptions_v4 RENAME TO subscriptions",
+            ]
+            let eventSubscriptions = [
+                """
+                CREATE TABLE event_subscriptions_v4 (
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    event_id BIGINT NOT NULL REFERENCES events (id),
+                    PRIMARY KEY (original_transaction_id, bundle_id, environment, event_id)
+                )\(dialect.clusteredOnPrimaryKey)
+                """,
+                """
+                INSERT INTO event_subscriptions_v4 (bundle_id, environment, original_transaction_id, event_id)
+                SELECT bundle_id, environment, original_transaction_id, event_id FROM event_subscriptions
+                """,
+                "DROP TABLE event_subscriptions",
+                "ALTER TABLE event_subscriptions_v4 RENAME TO event_subscriptions",
+            ]
+            // PostgreSQL's constraints keep the names they were made with.
+            let constraintNames = dialect.postgresOnly([
+                "ALTER TABLE subscriptions RENAME CONSTRAINT subscriptions_v4_pkey TO subscriptions_pkey",
+                "ALTER TABLE event_subscriptions RENAME CONSTRAINT event_subscriptions_v4_pkey TO event_subscriptions_pkey",
+                """
+                ALTER TABLE event_subscriptions
+                RENAME CONSTRAINT event_subscriptions_v4_event_id_fkey TO event_subscriptions_event_id_fkey
+                """,
+            ])
+            return subscriptions + eventSubscriptions + constraintNames
+        },
     ]
+
+    /// The migrations up to and including the one with this id, or all of them.
+    static func migrations(through lastId: String?) throws -> ArraySlice<Migration> {
+        guard let lastId else { return migrations[...] }
+        guard let last = migrations.firstIndex(where: { $0.id == lastId }) else {
+            throw StoreError("no migration \(lastId)")
+        }
+        return migrations[...last]
+    }
 }
