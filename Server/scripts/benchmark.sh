@@ -32,8 +32,8 @@ python3 Server/scripts/make_notifications.py "$COUNT" "$WORK/bodies.jsonl"
 sync
 
 # verify-receipt's single-core rate on the same bodies (one input per line), on the core the
-# server gets. Measured before the server's runs and again after them: this machine's speed
-# drifts, and the ratio uses the mean of the two.
+# server gets. Measured just before the server's saturated run and again just after it: this
+# machine's speed drifts, and the ratio uses the mean of the two.
 cli_rate() {
     local start end
     start=$(date +%s.%N)
@@ -66,7 +66,7 @@ LUA
 # Saturated: enough connections that the server's core has work while a batch's commit waits
 # for fsync (with 16 it sat idle 8% of the time, with 32 still 5-7%). Half load: the 16 of the
 # earlier runs, each pausing between requests.
-SATURATING_CONNECTIONS=64
+SATURATING_CONNECTIONS=128
 HALF_LOAD_CONNECTIONS=16
 CONNECTIONS=$SATURATING_CONNECTIONS
 NEXT=0  # the first body the next run posts: each run posts bodies no earlier run posted
@@ -95,6 +95,9 @@ cat "$WORK/full.txt"
 SERVER_RATE=$(rate_of "$WORK/full.txt")
 SERVER_CPU_SECONDS=$(python3 -c "print(($TICKS_AFTER - $TICKS_BEFORE) / $(getconf CLK_TCK))")
 PER_CPU_SECOND=$(python3 -c "print(round($(awk '/requests in/ {print $1}' "$WORK/full.txt") / $SERVER_CPU_SECONDS))")
+# verify-receipt again right after the saturated run, so the two rates compared are measured
+# within half a minute of each other.
+CLI_RATE_AFTER=$(cli_rate)
 TARGET=$(python3 -c "print($SERVER_RATE / 2)")
 # Half that load. A connection's cycle is its answer's latency plus the pause, so the pause is
 # connections / target - latency; the latency at the target load is not known before running at
@@ -114,8 +117,11 @@ PAUSE=$(python3 -c "print(max(1, round($CONNECTIONS * 1000 / $TARGET - $LATENCY)
 run_wrk "$PAUSE" "$SECONDS_PER_RUN" "$WORK/half.txt"
 cat "$WORK/half.txt"
 HALF_RATE=$(rate_of "$WORK/half.txt")
-CLI_RATE_AFTER=$(cli_rate)
 CLI_RATE=$(( (CLI_RATE_BEFORE + CLI_RATE_AFTER) / 2 ))
+# This machine's speed can change within a run (a shared host): say so when the two
+# measurements of verify-receipt disagree by more than 10%, for the ratio is then not to be trusted.
+python3 -c "import sys; a, b = $CLI_RATE_BEFORE, $CLI_RATE_AFTER; sys.exit(0 if abs(a - b) <= 0.1 * max(a, b) else 1)" ||
+    echo "benchmark.sh: WARNING: verify-receipt ran at $CLI_RATE_BEFORE/s before and $CLI_RATE_AFTER/s after the server: the machine's speed changed during the run, so the ratio is not reliable; run it again" >&2
 echo "verify-receipt --jobs 1: $CLI_RATE notifications/s ($CLI_RATE_BEFORE before, $CLI_RATE_AFTER after);" \
     "server on one core: $SERVER_RATE/s;" \
     "ratio $(python3 -c "print(round($SERVER_RATE / $CLI_RATE, 2))");" \
