@@ -58,6 +58,22 @@ struct StoreTests {
         }
     }
 
+    @Test("SQLite syncs the WAL on every commit, in a new database and in one opened again")
+    func sqliteCommitsAreSynced() async throws {
+        try await Backend.sqlite.withDatabase { location, _ in
+            guard case .sqlite(let path) = location else { return }
+            for opening in 0..<2 {
+                let store = try SQLiteStore(path: path)
+                try await store.migrate()
+                // GRDB's pool leaves its writer at NORMAL (1), which syncs only at checkpoints.
+                #expect(try await store.synchronousLevel() == 2)
+                // Still a working store: the event is new the first time, a replay the second.
+                #expect(try await store.record(event("synced", keys: [])) == (opening == 0))
+                try await store.close()
+            }
+        }
+    }
+
     @Test("v4's new keys keep every subscription, link and event of a database an older server left", arguments: Backend.available)
     func keysMigration(backend: Backend) async throws {
         let keys = [
