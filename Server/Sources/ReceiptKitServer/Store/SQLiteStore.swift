@@ -67,8 +67,8 @@ public final class SQLiteStore: EntitlementStore {
     }
 
     /// The writer's `PRAGMA synchronous` (2 is `FULL`: every commit is synced before it returns).
-    package func synchronousLevel() async throws -> Int {
-        try await pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+    package func synchronousLevel() async throws -> Int? {
+        try await pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
     }
 
     public func ping() async throws {
