@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 import ReceiptKitServer
 
 LoggingSystem.bootstrap { label in
@@ -14,6 +15,14 @@ LoggingSystem.bootstrap { label in
 let logger = Logger(label: "receiptkit-server")
 // One event loop thread per CPU the process may run on, before anything starts the loops.
 NIOSingletons.groupLoopCountSuggestion = min(System.coreCount, schedulableProcessorCount())
+// Those event loops are Swift Concurrency's global executor too, installed before any task
+// starts: a request's handler then runs on the thread that read the request and writes the
+// answer there, where it would otherwise hop to the cooperative pool and back (a pool of one
+// thread per CPU as well, so nothing that ran in parallel now waits). See docs/server.md,
+// Benchmark. Where the runtime has no hook for it, the default executor stays: slower, as correct.
+if !NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() {
+    logger.notice("Swift Concurrency keeps its own thread pool: this runtime cannot run tasks on the event loops")
+}
 
 let configuration: ServerConfiguration
 do {

@@ -1,0 +1,221 @@
+import Foundation
+import HummingbirdTesting
+import Hummingbird
+import ReceiptKitServer
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The `receiptkit-server` executable itself, which the other suites do not run (they build the
+/// application in-process): its configuration from the environment, its executor set-up and its
+/// shutdown on SIGTERM, a request in flight at that moment still answered.
+@Suite("receiptkit-server, the executable")
+struct ExecutableTests {
+    @Test("configured from its environment, it stores a notification and times a stalled client out; SIGTERM while a request is in flight: that request is answered 200 and stored, then the process exits 0")
+    func servesAndShutsDownGracefully() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-executable-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("store.sqlite").path
+        let port = try unusedLoopbackPort()
+        let server = try ServerProcess(
+            environment: Vectors.environment.merging([
+                "RECEIPTKIT_DATABASE_URL": "sqlite:\(database)", "RECEIPTKIT_API_TOKEN": testToken,
+                "HOST": "127.0.0.1", "PORT": String(port), "LOG_LEVEL": "info", "RECEIPTKIT_REQUEST_TIMEOUT": "3",
+            ]) { $1 },
+            log: directory.appendingPathComponent("server.log"))
+        defer { server.stop() }
+
+        try await Self.waitUntilReady(port: port, server: server)
+        let payloads = try Payloads()
+        let purchase = ms("2025-06-01T12:00:00Z")
+        @Sendable func notification(_ id: String) throws -> String {
+            Vectors.body(wrapping: try payloads.notification(
+                type: "SUBSCRIBED", subtype: "INITIAL_BUY", signed: purchase,
+                transaction: payloads.transaction(id: id, original: id, purchase: purchase, expires: purchase + 30 * day, signed: purchase),
+                renewalInfo: nil))
+        }
+
+        // A whole request over a real client, and the authenticated API reading it back.
+        try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+            let stored = try await client.post(
+                "/appstore/notifications", headers: [.contentType: "application/json"], body: ByteBuffer(string: try notification("7001")))
+            #expect(stored.status == .ok, "\(stored.text)")
+            #expect(stored.text.contains(#""stored":true,"duplicate":false"#))
+            let refused = try await client.get("/v1/subscriptions/7001")
+            #expect(refused.status == .unauthorized)
+            let subscription = try await client.get("/v1/subscriptions/7001", headers: [.authorization: "Bearer \(testToken)"])
+            #expect(subscription.status == .ok)
+            #expect(subscription.text.contains(#""original_transaction_id":"7001""#))
+        }
+
+        // A client that stalls mid-body is answered 503 at the timeout (the timer runs on the
+        // event loops, Swift Concurrency's executor in this process).
+        let head = "POST /appstore/notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        let start = ContinuousClock.now
+        let stalled = try await rawExchange(
+            port: port, send: Array((head + "Content-Length: 1000\r\n\r\n{\"signedPayload\"").utf8), readFor: .seconds(20))
+        let elapsed = ContinuousClock.now - start
+        #expect(stalled.hasPrefix("HTTP/1.1 503") && stalled.contains(#""code":"timeout""#), "\(stalled)")
+        #expect(elapsed >= .seconds(3) && elapsed < .seconds(10), "answered after \(elapsed)")
+
+        // A request in flight: its headers and half its body sent, then SIGTERM, then the rest.
+        let body = Array(try notification("7002").utf8)
+        let connection = try LoopbackConnection(port: port)
+        try connection.write(Array((head + "Content-Length: \(body.count)\r\n\r\n").utf8) + body[..<(body.count / 2)])
+        // Time for the server to read the head: the request is then in flight.
+        try await Task.sleep(for: .milliseconds(500))
+        server.terminate()
+        try await Task.sleep(for: .milliseconds(200))
+        try connection.write(Array(body[(body.count / 2)...]))
+        let answer = try connection.receiveUntilClosed(timeout: .seconds(30))
+        #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer)")
+        #expect(answer.contains(#""stored":true,"duplicate":false"#), "\(answer)")
+
+        let status = try await server.waitForExit(timeout: .seconds(30))
+        #expect(status == 0, "exit status \(status); log:\n\(server.logText)")
+        // One log line per request, with its status; and the tasks ran on the event loops.
+        let requestLines = server.logText.split(separator: "\n").filter { $0.contains("POST /appstore/notifications") }
+        #expect(requestLines.map { $0.contains("status=200") } == [true, false, true], "\(server.logText)")
+        #expect(requestLines.count == 3 && requestLines[1].contains("status=503"), "\(server.logText)")
+        #expect(!server.logText.contains("keeps its own thread pool"), "\(server.logText)")
+
+        // Both are in the database the process left.
+        let store = try SQLiteStore(path: database)
+        for id in ["7001", "7002"] {
+            let subscriptions = try await store.subscriptions(originalTransactionId: id)
+            #expect(subscriptions.count == 1, "subscription \(id)")
+        }
+        try await store.close()
+    }
+
+    /// Polls `/readyz` until it answers 200 (a debug build starts in a few seconds).
+    static func waitUntilReady(port: Int, server: ServerProcess) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            #expect(server.isRunning, "the server exited; log:\n\(server.logText)")
+            guard server.isRunning else { throw CancellationError() }
+            let ready = try? await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+                try await client.get("/readyz").status == .ok
+            }
+            if ready == true { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("the server was not ready within 60 s; log:\n\(server.logText)")
+        throw CancellationError()
+    }
+}
+
+extension TestClient.Response {
+    var text: String { body.map { String(buffer: $0) } ?? "" }
+}
+
+/// The built `receiptkit-server`, started by the test, which alone stops it (by its PID).
+final class ServerProcess: Sendable {
+    private let process: Process
+    private let log: URL
+
+    /// The executable SwiftPM builds beside the test bundle.
+    static let executable: URL = {
+        let testBinary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: testBinary).deletingLastPathComponent()
+        while directory.path != "/" {
+            let candidate = directory.appendingPathComponent("receiptkit-server")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        return Vectors.repositoryRoot.appendingPathComponent("Server/.build/debug/receiptkit-server")
+    }()
+
+    init(environment: [String: String], log: URL) throws {
+        self.log = log
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)  // FileHandle throws if it failed
+        let output = try FileHandle(forWritingTo: log)
+        let process = Process()
+        process.executableURL = Self.executable
+        process.environment = environment
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        self.process = process
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    func terminate() { process.terminate() }  // SIGTERM
+
+    /// SIGKILL, if it still runs (a failed test's clean-up).
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    /// The exit status, once the process has exited.
+    func waitForExit(timeout: Duration) async throws -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the server did not exit within \(timeout) of SIGTERM; log:\n\(logText)")
+                throw CancellationError()
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return process.terminationStatus
+    }
+}
+
+/// A plain TCP connection to a loopback port, for a request sent in pieces.
+final class LoopbackConnection {
+    private let descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw SocketError(description: "socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            let code = errno
+            close(descriptor)
+            throw SocketError(description: "connect: errno \(code)")
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    func write(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw SocketError(description: "send: errno \(errno)") }
+            offset += sent
+        }
+    }
+
+    /// Everything the peer sends until it closes the connection (the server closes it after
+    /// answering, as it shuts down), or what arrived by the timeout.
+    func receiveUntilClosed(timeout: Duration) throws -> String {
+        var seconds = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                received += chunk[..<count]
+            } else if count == 0 || errno != EINTR {
+                break
+            }
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+}
