@@ -71,17 +71,8 @@ struct SocketError: Error, CustomStringConvertible {
 }
 
 private func blockingExchange(port: Int, send bytes: [UInt8], readFor limit: Duration) throws -> String {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw SocketError(description: "socket: errno \(errno)") }
+    let fd = try connectToLoopback(port: port)
     defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { throw SocketError(description: "connect: errno \(errno)") }
     let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
     guard sent == bytes.count else { throw SocketError(description: "send: errno \(errno)") }
 
@@ -170,14 +161,8 @@ final class TCPForwarder: @unchecked Sendable {  // the sockets are guarded by `
         while true {
             let client = Glibc.accept(listener, nil, nil)
             guard client >= 0 else { return }  // stopped
-            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = loopback(port: targetPort)
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard connected == 0 else {
+            guard let upstream = try? connectToLoopback(port: targetPort) else {
                 close(client)
-                close(upstream)
                 continue
             }
             lock.withLock { connections += [client, upstream] }
@@ -211,4 +196,20 @@ private func loopback(port: Int) -> sockaddr_in {
     address.sin_port = in_port_t(UInt16(port).bigEndian)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     return address
+}
+
+/// A TCP connection to `127.0.0.1:port`: its socket, which the caller closes.
+func connectToLoopback(port: Int) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw SocketError(description: "socket: errno \(errno)") }
+    var address = loopback(port: port)
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else {
+        let code = errno
+        close(fd)
+        throw SocketError(description: "connect: errno \(code)")
+    }
+    return fd
 }
