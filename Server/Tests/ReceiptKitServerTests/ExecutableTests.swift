@@ -4,12 +4,6 @@ import Hummingbird
 import ReceiptKitServer
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The `receiptkit-server` executable itself, which the other suites do not run (they build the
 /// application in-process): its configuration from the environment, its executor set-up and its
 /// shutdown on SIGTERM, a request in flight at that moment still answered.
@@ -72,7 +66,7 @@ struct ExecutableTests {
         server.terminate()
         try await Task.sleep(for: .milliseconds(200))
         try connection.write(Array(body[(body.count / 2)...]))
-        let answer = try connection.receiveUntilClosed(timeout: .seconds(30))
+        let answer = try await connection.response(within: .seconds(30))
         #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer)")
         #expect(answer.contains(#""stored":true,"duplicate":false"#), "\(answer)")
 
@@ -166,43 +160,5 @@ final class ServerProcess: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         return process.terminationStatus
-    }
-}
-
-/// A plain TCP connection to a loopback port, for a request sent in pieces.
-final class LoopbackConnection {
-    private let descriptor: Int32
-
-    init(port: Int) throws {
-        descriptor = try connectToLoopback(port: port)
-    }
-
-    deinit { close(descriptor) }
-
-    func write(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { throw SocketError(description: "send: errno \(errno)") }
-            offset += sent
-        }
-    }
-
-    /// Everything the peer sends until it closes the connection (the server closes it after
-    /// answering, as it shuts down), or what arrived by the timeout.
-    func receiveUntilClosed(timeout: Duration) throws -> String {
-        var seconds = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count > 0 {
-                received += chunk[..<count]
-            } else if count == 0 || errno != EINTR {
-                break
-            }
-        }
-        return String(decoding: received, as: UTF8.self)
     }
 }

@@ -61,7 +61,10 @@ struct StoreTests {
     @Test("SQLite syncs the WAL on every commit, in a new database and in one opened again")
     func sqliteCommitsAreSynced() async throws {
         try await Backend.sqlite.withDatabase { location, _ in
-            guard case .sqlite(let path) = location else { return }
+            guard case .sqlite(let path) = location else {
+                Issue.record("Backend.sqlite gave \(location)")
+                return
+            }
             for opening in 0..<2 {
                 let store = try SQLiteStore(path: path)
                 try await store.migrate()

@@ -59,37 +59,62 @@ extension Backend {
 ///
 /// - Returns: What the server sent, as text ("" when nothing came).
 func rawExchange(port: Int, send bytes: [UInt8], readFor limit: Duration) async throws -> String {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread {
-            continuation.resume(with: Result { try blockingExchange(port: port, send: bytes, readFor: limit) })
+    let connection = try LoopbackConnection(port: port)
+    try connection.write(bytes)
+    return try await connection.response(within: limit)
+}
+
+/// A plain TCP connection to a loopback port, for requests sent in pieces, at the test's pace.
+final class LoopbackConnection: Sendable {
+    private let descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = try connectToLoopback(port: port)
+    }
+
+    deinit { close(descriptor) }
+
+    func write(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw SocketError(description: "send: errno \(errno)") }
+            offset += sent
         }
+    }
+
+    /// Reads, on a thread of its own, until a whole response has come (by its Content-Length),
+    /// the server closes, or `limit` passes.
+    ///
+    /// - Returns: What the server sent, as text ("" when nothing came).
+    func response(within limit: Duration) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(returning: self.blockingResponse(within: limit))
+            }
+        }
+    }
+
+    private func blockingResponse(within limit: Duration) -> String {
+        let deadline = ContinuousClock.now + limit
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while ContinuousClock.now < deadline {
+            if isComplete(String(decoding: received, as: UTF8.self)) { break }
+            var pollDescriptor = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let remaining = deadline - ContinuousClock.now
+            let milliseconds = max(1, Int32(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
+            guard poll(&pollDescriptor, 1, milliseconds) > 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }  // closed, or reset
+            received += buffer[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
     }
 }
 
 struct SocketError: Error, CustomStringConvertible {
     let description: String
-}
-
-private func blockingExchange(port: Int, send bytes: [UInt8], readFor limit: Duration) throws -> String {
-    let fd = try connectToLoopback(port: port)
-    defer { close(fd) }
-    let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
-    guard sent == bytes.count else { throw SocketError(description: "send: errno \(errno)") }
-
-    let deadline = ContinuousClock.now + limit
-    var received: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while ContinuousClock.now < deadline {
-        if isComplete(String(decoding: received, as: UTF8.self)) { break }
-        var pollDescriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let remaining = deadline - ContinuousClock.now
-        let milliseconds = max(1, Int32(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
-        guard poll(&pollDescriptor, 1, milliseconds) > 0 else { continue }
-        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if count <= 0 { break }  // closed, or reset
-        received += buffer[0..<count]
-    }
-    return String(decoding: received, as: UTF8.self)
 }
 
 /// Whether `text` holds a response's head and as many body bytes as its Content-Length says.
@@ -107,10 +132,7 @@ func unusedLoopbackPort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw SocketError(description: "socket: errno \(errno)") }
     defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var address = loopback(port: 0)
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let bound = withUnsafeMutablePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
