@@ -81,8 +81,8 @@ struct ExecutableTests {
         // Both are in the database the process left.
         let store = try SQLiteStore(path: database)
         for id in ["7001", "7002"] {
-            let subscriptions = try await store.subscriptions(originalTransactionId: id)
-            #expect(subscriptions.count == 1, "subscription \(id)")
+            let keys = try await store.keys(originalTransactionId: id)
+            #expect(keys.count == 1, "subscription \(id)")
         }
         try await store.close()
     }

@@ -46,11 +46,11 @@ struct NotificationRouteTests {
                 // The body as received, byte for byte (stored with its JWS headers by reference).
                 let raw = try await store.raw(dedupKey: "notification:5f0c1f9e-0000-4000-8000-000000000001")
                 #expect(raw == Array(Vectors.body(wrapping: jws).utf8))
-                let subscriptions = try await store.subscriptions(originalTransactionId: "1000")
-                #expect(subscriptions.count == 1)
-                #expect(subscriptions.first?.state != nil)
+                let keys = try await store.keys(originalTransactionId: "1000")
+                #expect(keys.count == 1)
+                #expect(try await store.state(of: try #require(keys.first), at: Timestamp(millisecondsSince1970: .max)) != nil)
                 // The transaction's appAccountToken is linked as a customer.
-                #expect(try await store.subscriptions(customerId: "customer-a").map(\.key.originalTransactionId) == ["1000"])
+                #expect(try await store.keys(customerId: "customer-a").map(\.originalTransactionId) == ["1000"])
             }
         }
     }

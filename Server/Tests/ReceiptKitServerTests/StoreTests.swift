@@ -6,27 +6,41 @@ import ReceiptKitServer
 import Testing
 
 /// The store's own guarantees, on both databases: migrations, replays, and concurrent writers of
-/// one key (the second folds into what the first committed).
+/// one key (each copy stored once, the latest of each transaction marked once).
 @Suite("EntitlementStore")
 struct StoreTests {
-    /// A fold that appends the event's name to a JSON array of names: a lost update would lose a
-    /// name.
-    func appending(_ name: String, key: SubscriptionKey) -> KeyFold {
-        KeyFold(key: key) { stored in
-            var names = try stored.map { try JSONDecoder().decode([String].self, from: $0) } ?? []
-            names.append(name)
-            return try JSONEncoder().encode(names)
-        }
+    /// A transaction copy of `key`: transaction `id`, purchased at `purchase` and expiring an hour
+    /// later (both in seconds since 1970), signed at `signed` seconds.
+    static func copy(
+        _ key: SubscriptionKey, id: String, purchase: Int64, signed: Int64, expires: Int64? = nil, upgraded: Bool = false,
+        revoked: Int64? = nil
+    ) throws -> LedgerCopy {
+        func date(_ seconds: Int64) -> String { Timestamp(millisecondsSince1970: seconds * 1000).iso8601 }
+        var members: [String: Any] = [
+            "source": "jws", "bundle_id": key.bundleId, "environment": key.environment, "transaction_id": id,
+            "original_transaction_id": key.originalTransactionId, "product_id": "monthly",
+            "product_type": "auto_renewable_subscription", "purchase_date": date(purchase),
+            "expires_date": date(expires ?? purchase + 3600), "signed_date": date(signed), "is_upgraded": upgraded,
+        ]
+        if let revoked { members["revocation_date"] = date(revoked) }
+        let transaction = try JSONDecoder().decode(
+            NormalizedTransaction.self, from: JSONSerialization.data(withJSONObject: members))
+        return try #require(EntitlementLedger.copy(
+            of: transaction, receiptCreationDate: nil, notificationSignedDate: nil, isRevocation: false,
+            validatedAt: Timestamp(millisecondsSince1970: signed * 1000)))
     }
 
-    func event(_ name: String, keys: [SubscriptionKey], customer: String? = nil) -> NewEvent {
+    func event(_ name: String, keys: [SubscriptionKey], copies: [LedgerCopy] = [], customer: String? = nil) -> NewEvent {
         NewEvent(
             dedupKey: "test:\(name)", kind: "transaction", raw: Array(name.utf8), record: "{}", receivedAt: 1,
-            folds: keys.map { appending(name, key: $0) },
+            keys: keys, copies: copies,
             links: customer.map { customer in keys.map { CustomerLink(customerId: customer, key: $0) } } ?? [])
     }
 
-    @Test("concurrent writers of the same keys lose no update; replays change nothing", arguments: Backend.available)
+    static let later = Timestamp(millisecondsSince1970: 4_000_000_000_000)
+
+    @Test("concurrent writers of the same keys lose no copy and mark one latest copy; replays change nothing",
+          arguments: Backend.available)
     func concurrentWriters(backend: Backend) async throws {
         let a = SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "1")
         let b = SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "2")
@@ -34,14 +48,22 @@ struct StoreTests {
             try await withStore(location, searchPath: searchPath) { store in
                 try await store.migrate()
                 try await store.migrate()
-                // 40 events, each touching both keys in a different order, and each posted twice at once.
+                // 40 events, each a renewal of both keys (transaction 100 + i, bought at i hours)
+                // and a copy of transaction 1 signed at i hours, listed in a different order, each
+                // posted twice at once.
                 let names = (0..<40).map { "e\($0)" }
+                let events = try names.enumerated().map { index, name in
+                    let hour = Int64(index) * 3600
+                    let copies = try [a, b].flatMap { key in
+                        [try Self.copy(key, id: "\(100 + index)", purchase: hour, signed: hour),
+                         try Self.copy(key, id: "1", purchase: 0, signed: hour, expires: hour + 60)]
+                    }
+                    return event(name, keys: index.isMultiple(of: 2) ? [a, b] : [b, a],
+                                 copies: index.isMultiple(of: 2) ? copies : copies.reversed(), customer: "c\(index % 3)")
+                }
                 let results = try await withThrowingTaskGroup(of: Bool.self) { group in
-                    for (index, name) in names.enumerated() {
-                        let keys = index.isMultiple(of: 2) ? [a, b] : [b, a]
-                        for _ in 0..<2 {
-                            group.addTask { try await store.record(event(name, keys: keys, customer: "c\(index % 3)")) }
-                        }
+                    for event in events {
+                        for _ in 0..<2 { group.addTask { try await store.record(event) } }
                     }
                     return try await group.reduce(into: [Bool]()) { $0.append($1) }
                 }
@@ -49,12 +71,23 @@ struct StoreTests {
                 #expect(try await store.eventCount(dedupKeys: nil) == 40)
                 #expect(try await store.eventCount(dedupKeys: ["test:e0", "test:e39", "test:none"]) == 2)
                 for key in [a, b] {
-                    let stored = try #require(try await store.subscriptions(originalTransactionId: key.originalTransactionId).first)
-                    let folded = try JSONDecoder().decode([String].self, from: try #require(stored.state))
-                    #expect(folded.sorted() == names.sorted())
+                    // Every copy is there: as of each hour, that hour's renewal is the latest.
+                    for index in 0..<40 {
+                        let state = try await store.state(of: key, at: Timestamp(millisecondsSince1970: Int64(index) * 3_600_000))
+                        #expect(state?.latestTransactionId == "\(100 + index)", "\(key) at hour \(index)")
+                    }
+                    // Now: the last renewal, read from the few rows that decide it.
+                    let now = try #require(try await store.state(of: key, at: Self.later))
+                    #expect(now.latestTransactionId == "139")
+                    #expect(now.lastSignedDate == Timestamp(millisecondsSince1970: 39 * 3_600_000))
                 }
-                #expect(try await store.subscriptions(customerId: "c0").map(\.key) == [a, b])
+                #expect(try await store.keys(customerId: "c0") == [a, b])
             }
+            // One latest copy per transaction, whatever order the copies came in.
+            let latest = try await backend.latestCopies(location: location, searchPath: searchPath)
+            #expect(latest.count == 2 * 41)
+            let transactionOne: [Int64] = latest.filter { $0.transactionId == "1" }.map(\.knownFrom)
+            #expect(transactionOne == [39 * 3_600_000, 39 * 3_600_000])
         }
     }
 
@@ -77,72 +110,98 @@ struct StoreTests {
         }
     }
 
-    @Test("v4's new keys keep every subscription, link and event of a database an older server left", arguments: Backend.available)
-    func keysMigration(backend: Backend) async throws {
+    @Test("v5 moves the whole ledgers a v4 server stored into rows: every state, link and event kept",
+          arguments: Backend.available)
+    func ledgersMigration(backend: Backend) async throws {
         let keys = [
             SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "1"),
             SubscriptionKey(bundleId: "b", environment: "Production", originalTransactionId: "1"),
             SubscriptionKey(bundleId: "a", environment: "Sandbox", originalTransactionId: "1"),
             SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "2"),
         ]
-        func migrate(_ store: any EntitlementStore, through lastId: String?) async throws {
-            switch store {
-            case let store as SQLiteStore: try await store.migrate(through: lastId)
-            case let store as PostgresStore: try await store.migrate(through: lastId)
-            default: Issue.record("a store of another kind")
+        // What a v4 server stored for each key: its ledger, whole, as `jsonBytes()` wrote it —
+        // renewals, a late refunded copy, an upgrade — and each event's record.
+        var ledgers: [SubscriptionKey: EntitlementLedger] = [:]
+        var rows: [V4Rows.Event] = []
+        for (number, key) in keys.enumerated() {
+            var ledger = EntitlementLedger()
+            for month in 0..<(6 + number) {
+                let start = Int64(month) * 2_592_000
+                let copy = try Self.copy(key, id: "\(number)\(month)", purchase: start, signed: start, expires: start + 2_592_000)
+                ledger.insert(copy)
+                rows.append(V4Rows.Event(key: key, record: "{\"copy\":\(rows.count)}"))
             }
+            ledger.insert(try Self.copy(key, id: "\(number)2", purchase: 2 * 2_592_000, signed: 9_000_000,
+                                        expires: 3 * 2_592_000, revoked: 9_000_000))
+            if number == 3 {
+                ledger.insert(try Self.copy(key, id: "\(number)5", purchase: 5 * 2_592_000, signed: 14_000_000,
+                                            expires: 6 * 2_592_000, upgraded: true))
+            }
+            ledgers[key] = ledger
         }
-        func snapshot(_ store: any EntitlementStore) async throws -> [String] {
-            var lines: [String] = []
-            for id in ["1", "2"] {
-                for stored in try await store.subscriptions(originalTransactionId: id) {
-                    lines.append("\(stored.key): \(String(decoding: stored.state ?? Data(), as: UTF8.self))")
-                }
-            }
-            for customer in ["c0", "c1"] {
-                lines.append("\(customer): \(try await store.subscriptions(customerId: customer).map(\.key))")
-            }
-            for key in keys {
-                lines.append("\(key): \(try await store.events(touching: [key]).map(\.record))")
-            }
-            return lines
-        }
+        let instants = stride(from: Int64(0), through: 30_000_000, by: 700_000).map { Timestamp(millisecondsSince1970: $0 * 1000) }
+            + [Self.later]
         try await backend.withDatabase { location, searchPath in
             try await withStore(location, searchPath: searchPath) { store in
-                try await migrate(store, through: "v3-jws-headers")
-                for index in 0..<8 {
-                    var event = event("m\(index)", keys: [keys[index % 4], keys[(index + 1) % 4]], customer: "c\(index % 2)")
-                    event.record = "{\"n\":\(index)}"
-                    #expect(try await store.record(event))
-                }
-                let before = try await snapshot(store)
-                #expect(before.count == 4 + 2 + 4)
-                try await migrate(store, through: nil)
-                #expect(try await snapshot(store) == before)
-                // Folds continue from the migrated state.
-                #expect(try await store.record(event("after", keys: [keys[0]])))
-                let state = try #require(try await store.subscriptions(originalTransactionId: "1").first { $0.key == keys[0] }?.state)
-                #expect(try JSONDecoder().decode([String].self, from: state) == ["m0", "m3", "m4", "m7", "after"])
+                try await Self.migrate(store, through: "v4-keys-led-by-original-transaction-id")
             }
+            try await backend.insertV4(
+                V4Rows(ledgers: ledgers, events: rows, links: [("c0", keys[0]), ("c0", keys[3]), ("c1", keys[1])]),
+                location: location, searchPath: searchPath)
+            try await withStore(location, searchPath: searchPath) { store in
+                try await Self.migrate(store, through: nil)
+                for (key, ledger) in ledgers {
+                    for instant in instants {
+                        #expect(try await store.state(of: key, at: instant) == ledger.state(for: key, at: instant),
+                                "\(key) at \(instant.iso8601)")
+                    }
+                    #expect(try await store.events(touching: [key]).map(\.record)
+                        == rows.filter { $0.key == key }.map(\.record))
+                }
+                #expect(try await store.keys(customerId: "c0") == [keys[0], keys[3]].sorted())
+                #expect(try await store.keys(customerId: "c1") == [keys[1]])
+                #expect(try await store.keys(originalTransactionId: "1") == Array(keys[0..<3]).sorted())
+                // Folds continue from the migrated rows.
+                var ledger = try #require(ledgers[keys[0]])
+                let renewal = try Self.copy(keys[0], id: "next", purchase: 20_000_000, signed: 20_000_000)
+                ledger.insert(renewal)
+                #expect(try await store.record(event("after", keys: [keys[0]], copies: [renewal])))
+                for instant in instants {
+                    #expect(try await store.state(of: keys[0], at: instant) == ledger.state(for: keys[0], at: instant))
+                }
+            }
+        }
+    }
+
+    static func migrate(_ store: any EntitlementStore, through lastId: String?) async throws {
+        switch store {
+        case let store as SQLiteStore: try await store.migrate(through: lastId)
+        case let store as PostgresStore: try await store.migrate(through: lastId)
+        default: Issue.record("a store of another kind")
         }
     }
 
     @Test("an event whose fold fails is rolled back alone; events written with it stay", arguments: Backend.available)
     func failingEvent(backend: Backend) async throws {
-        struct FoldFailure: Error {}
         let keys = (0..<20).map { SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "\($0)") }
         try await backend.withDatabase { location, searchPath in
             try await withStore(location, searchPath: searchPath) { store in
                 try await store.migrate()
+                for (index, key) in keys.enumerated() {
+                    #expect(try await store.record(event("first\(index)", keys: [key], copies: [try Self.copy(key, id: "t", purchase: 0, signed: 0)])))
+                }
+            }
+            // A damaged store: the stored copy of every fifth key no longer decodes.
+            try await backend.damageCopies(of: keys.enumerated().filter { $0.offset.isMultiple(of: 5) }.map(\.element.originalTransactionId),
+                                           location: location, searchPath: searchPath)
+            try await withStore(location, searchPath: searchPath) { store in
                 // Posted at once, so that (on SQLite) they share transactions: the failing ones
                 // must not take the others with them, and must leave nothing behind.
                 let results = await withTaskGroup(of: (Int, Bool?).self) { group in
                     for (index, key) in keys.enumerated() {
                         group.addTask {
-                            var event = event("f\(index)", keys: [key], customer: "c")
-                            if index.isMultiple(of: 5) {
-                                event.folds = [KeyFold(key: key) { _ in throw FoldFailure() }]
-                            }
+                            let renewal = try? Self.copy(key, id: "t", purchase: 0, signed: 60)
+                            let event = event("f\(index)", keys: [key], copies: renewal.map { [$0] } ?? [], customer: "c")
                             return (index, try? await store.record(event))
                         }
                     }
@@ -151,12 +210,10 @@ struct StoreTests {
                 for (index, result) in results {
                     #expect(result == (index.isMultiple(of: 5) ? nil : true), "event \(index)")
                 }
-                #expect(try await store.eventCount(dedupKeys: nil) == 16)
-                #expect(try await store.subscriptions(customerId: "c").count == 16)
-                for (index, key) in keys.enumerated() {
-                    let stored = try await store.subscriptions(originalTransactionId: key.originalTransactionId)
-                    #expect(stored.isEmpty == index.isMultiple(of: 5), "key \(index)")
-                }
+                let stored = try await store.eventCount(dedupKeys: nil)
+                #expect(stored == 20 + 16)
+                let linked = try await store.keys(customerId: "c")
+                #expect(linked.count == 16)
             }
         }
     }
@@ -204,7 +261,104 @@ struct StoreTests {
     }
 }
 
+/// The rows a v4 server wrote, for the migration test.
+struct V4Rows {
+    struct Event {
+        let key: SubscriptionKey
+        let record: String
+    }
+
+    let ledgers: [SubscriptionKey: EntitlementLedger]
+    let events: [Event]
+    let links: [(customer: String, key: SubscriptionKey)]
+}
+
 extension Backend {
+    /// Writes what a v4 server stored, through a connection of the test's own: each key's whole
+    /// ledger in `subscriptions.state`, its events and their keys, its customer links.
+    func insertV4(_ rows: V4Rows, location: DatabaseLocation, searchPath: String?) async throws {
+        let ledgers = rows.ledgers.sorted { $0.key < $1.key }
+        switch location {
+        case .sqlite(let path):
+            try await DatabaseQueue(path: path).write { db in
+                for (key, ledger) in ledgers {
+                    try db.execute(
+                        sql: "INSERT INTO subscriptions (bundle_id, environment, original_transaction_id, state, updated_at) VALUES (?, ?, ?, ?, 5)",
+                        arguments: [key.bundleId, key.environment, key.originalTransactionId, String(decoding: ledger.jsonBytes(), as: UTF8.self)])
+                }
+                for (index, event) in rows.events.enumerated() {
+                    try db.execute(
+                        sql: "INSERT INTO events (dedup_key, kind, raw, record, received_at) VALUES (?, 'transaction', x'7B7D', ?, 5)",
+                        arguments: ["v4:\(index)", event.record])
+                    try db.execute(
+                        sql: "INSERT INTO event_subscriptions (bundle_id, environment, original_transaction_id, event_id) VALUES (?, ?, ?, ?)",
+                        arguments: [event.key.bundleId, event.key.environment, event.key.originalTransactionId, db.lastInsertedRowID])
+                }
+                for (customer, key) in rows.links {
+                    try db.execute(
+                        sql: "INSERT INTO customer_subscriptions (customer_id, bundle_id, environment, original_transaction_id, linked_at) VALUES (?, ?, ?, ?, 5)",
+                        arguments: [customer, key.bundleId, key.environment, key.originalTransactionId])
+                }
+            }
+        case .postgres:
+            try await Self.withPostgresClient(location, searchPath: searchPath) { client in
+                for (key, ledger) in ledgers {
+                    let state = String(decoding: ledger.jsonBytes(), as: UTF8.self)
+                    try await client.query(
+                        "INSERT INTO subscriptions (bundle_id, environment, original_transaction_id, state, updated_at) VALUES (\(key.bundleId), \(key.environment), \(key.originalTransactionId), \(state), 5)")
+                }
+                for (index, event) in rows.events.enumerated() {
+                    try await client.query(
+                        "INSERT INTO events (dedup_key, kind, raw, record, received_at) VALUES (\("v4:\(index)"), 'transaction', '\\x7b7d', \(event.record), 5)")
+                    try await client.query(
+                        "INSERT INTO event_subscriptions (bundle_id, environment, original_transaction_id, event_id) SELECT \(event.key.bundleId), \(event.key.environment), \(event.key.originalTransactionId), id FROM events WHERE dedup_key = \("v4:\(index)")")
+                }
+                for (customer, key) in rows.links {
+                    try await client.query(
+                        "INSERT INTO customer_subscriptions (customer_id, bundle_id, environment, original_transaction_id, linked_at) VALUES (\(customer), \(key.bundleId), \(key.environment), \(key.originalTransactionId), 5)")
+                }
+            }
+        }
+    }
+
+    /// Overwrites the stored transaction copies of these original transaction ids with text that
+    /// is not a copy.
+    func damageCopies(of ids: [String], location: DatabaseLocation, searchPath: String?) async throws {
+        switch location {
+        case .sqlite(let path):
+            try await DatabaseQueue(path: path).write { db in
+                for id in ids {
+                    try db.execute(sql: "UPDATE transaction_copies SET copy = 'damaged' WHERE original_transaction_id = ?", arguments: [id])
+                }
+            }
+        case .postgres:
+            try await Self.withPostgresClient(location, searchPath: searchPath) { client in
+                for id in ids {
+                    try await client.query("UPDATE transaction_copies SET copy = 'damaged' WHERE original_transaction_id = \(id)")
+                }
+            }
+        }
+    }
+
+    /// The copies marked latest of their transaction: transaction id and signed date, sorted.
+    func latestCopies(location: DatabaseLocation, searchPath: String?) async throws -> [(transactionId: String, knownFrom: Int64)] {
+        var copies: [(transactionId: String, knownFrom: Int64)] = []
+        let sql = "SELECT transaction_id, known_from FROM transaction_copies WHERE is_latest = 1 ORDER BY original_transaction_id, transaction_id"
+        switch location {
+        case .sqlite(let path):
+            copies = try await DatabaseQueue(path: path).read { db in
+                try Row.fetchAll(db, sql: sql).map { (transactionId: $0[0], knownFrom: $0[1]) }
+            }
+        case .postgres:
+            try await Self.withPostgresClient(location, searchPath: searchPath) { client in
+                for try await (id, knownFrom) in try await client.query(PostgresQuery(unsafeSQL: sql)).decode((String, Int64).self) {
+                    copies.append((id, knownFrom))
+                }
+            }
+        }
+        return copies
+    }
+
     /// The number of stored JWS headers, and each event's stored raw size and encoding, in the
     /// order the events were stored, read with a connection of the test's own.
     func storedRaw(location: DatabaseLocation, searchPath: String?) async throws

@@ -86,7 +86,7 @@ extension EntitlementLedger {
     // One line per member of `StoredTransaction` and `StoredRenewalInfo`, with their names: the
     // `Codable` form is the contract both directions keep.
 
-    private static func write(_ copy: LedgerTransaction, under key: SubscriptionKey, to json: inout JSONWriter) {
+    static func write(_ copy: LedgerTransaction, under key: SubscriptionKey, to json: inout JSONWriter) {
         json.object { json in
             json.member("key") { json in
                 json.object { json in
@@ -121,7 +121,7 @@ extension EntitlementLedger {
         }
     }
 
-    private static func transaction(_ json: JSONObject) throws -> (SubscriptionKey, LedgerTransaction) {
+    static func transaction(_ json: JSONObject) throws -> (SubscriptionKey, LedgerTransaction) {
         let key = try json.required("key", json.object)
         let offer = try json.object("offer").map { offer in
             NormalizedTransaction.Offer(
@@ -145,7 +145,7 @@ extension EntitlementLedger {
             originalTransactionId: try key.required("originalTransactionId", key.string)), copy)
     }
 
-    private static func write(_ copy: LedgerRenewalInfo, under key: RenewalKey, to json: inout JSONWriter) {
+    static func write(_ copy: LedgerRenewalInfo, under key: RenewalKey, to json: inout JSONWriter) {
         json.object { json in
             json.member("environment", key.environment)
             json.member("originalTransactionId", key.originalTransactionId)
@@ -161,7 +161,7 @@ extension EntitlementLedger {
         }
     }
 
-    private static func renewalInfo(_ json: JSONObject) throws -> (RenewalKey, LedgerRenewalInfo) {
+    static func renewalInfo(_ json: JSONObject) throws -> (RenewalKey, LedgerRenewalInfo) {
         let key = RenewalKey(
             environment: try json.required("environment", json.string),
             originalTransactionId: try json.required("originalTransactionId", json.string))

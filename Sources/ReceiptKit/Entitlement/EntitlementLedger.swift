@@ -63,19 +63,7 @@ public struct EntitlementLedger: Sendable, Hashable {
     ///
     /// - Parameter record: A verified record.
     public mutating func add(_ record: VerificationRecord) {
-        let notificationDate = record.notification?.signedDate
-        let isRevocation = ["REFUND", "REVOKE"].contains(record.notification?.rawNotificationType)
-        let receiptDate = record.receipt?.receiptCreationDate
-        for transaction in record.transactions {
-            let knownFrom = transaction.signedDate ?? receiptDate ?? notificationDate ?? knownSinceAlways
-            // A notification without a signedDate (early 2022) is dated by its nested JWS; with no
-            // date anywhere, by the instant the record was validated at.
-            let revokedAt = isRevocation ? notificationDate ?? transaction.signedDate ?? record.validatedAt : nil
-            add(transaction, knownFrom: knownFrom, revokedAt: revokedAt)
-        }
-        if let renewalInfo = record.renewalInfo {
-            add(renewalInfo, knownFrom: renewalInfo.signedDate ?? notificationDate ?? knownSinceAlways)
-        }
+        for copy in Self.copies(of: record) { insert(copy) }
     }
 
     /// Folds in a verified transaction.
@@ -89,7 +77,9 @@ public struct EntitlementLedger: Sendable, Hashable {
     ///
     /// - Parameter renewalInfo: Verified subscription renewal info.
     public mutating func add(_ renewalInfo: Verified<JWSRenewalInfo>) {
-        add(renewalInfo.payload, knownFrom: renewalInfo.payload.signedDate ?? knownSinceAlways)
+        if let copy = Self.copy(of: renewalInfo.payload, knownFrom: renewalInfo.payload.signedDate ?? knownSinceAlways) {
+            insert(copy)
+        }
     }
 
     /// Folds in a verified notification's nested transaction and renewal info.
@@ -132,31 +122,6 @@ public struct EntitlementLedger: Sendable, Hashable {
             keys.insert(SubscriptionKey(bundleId: bundleId, environment: info.rawEnvironment ?? "", originalTransactionId: id))
         }
         return keys.sorted()
-    }
-
-    private mutating func add(_ transaction: NormalizedTransaction, knownFrom: Timestamp, revokedAt: Timestamp?) {
-        guard let id = transaction.transactionId, let key = SubscriptionKey(transaction) else { return }
-        let traits = TransactionTraits(
-            productId: transaction.productId, productType: transaction.productType,
-            subscriptionGroupId: transaction.subscriptionGroupId, revocationReason: transaction.revocationReason,
-            ownershipType: transaction.ownershipType, offer: transaction.offer, appAccountToken: transaction.appAccountToken)
-        insert(LedgerTransaction(
-            id: TransactionID(id), knownFrom: knownFrom, purchaseDate: transaction.purchaseDate,
-            expiresDate: transaction.expiresDate, revocationDate: transaction.revocationDate ?? revokedAt,
-            isUpgraded: transaction.isUpgraded == true, traits: traits), under: key)
-    }
-
-    private mutating func add(_ renewalInfo: JWSRenewalInfo, knownFrom: Timestamp) {
-        guard let originalTransactionId = renewalInfo.originalTransactionId else { return }
-        let key = RenewalKey(environment: renewalInfo.rawEnvironment ?? "", originalTransactionId: originalTransactionId)
-        let traits = RenewalTraits(
-            productId: renewalInfo.productId, autoRenewProductId: renewalInfo.autoRenewProductId,
-            appAccountToken: renewalInfo.appAccountToken)
-        insert(LedgerRenewalInfo(
-            knownFrom: knownFrom, gracePeriodExpiresDate: renewalInfo.gracePeriodExpiresDate,
-            renewalDate: renewalInfo.renewalDate, autoRenewStatus: renewalInfo.autoRenewStatus,
-            expirationIntent: renewalInfo.expirationIntent, isInBillingRetryPeriod: renewalInfo.isInBillingRetryPeriod == true,
-            traits: traits), under: key)
     }
 
     /// Stores a copy of a transaction — the one way into the ledger, for a fold, a merge or a

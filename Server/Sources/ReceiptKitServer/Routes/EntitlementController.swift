@@ -22,11 +22,9 @@ struct EntitlementController {
         group.get("subscriptions/{original_transaction_id}") { request, context in
             let id = try context.parameters.require("original_transaction_id")
             let instant = try environment.instant(request)
-            let stored = try await environment.read { try await environment.store.subscriptions(originalTransactionId: id) }
-            for subscription in stored {
-                if let state = try EntitlementFolding.state(of: subscription, at: instant) {
-                    return Response.json(state.json())
-                }
+            let store = environment.store
+            if let state = try await environment.read({ try await store.states(originalTransactionId: id, at: instant) }).first {
+                return Response.json(state.json())
             }
             throw APIError(.notFound, "not_found", "no subscription with original transaction id \(id) is known at that instant")
         }

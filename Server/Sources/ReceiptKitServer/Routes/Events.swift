@@ -2,8 +2,8 @@ import Foundation
 import ReceiptKit
 
 /// Turns a verified record into the event the store keeps: its dedup key, the keys it touches,
-/// the customers it links. What each key's state becomes is the ledger's business
-/// (``EntitlementFolding``), not this file's.
+/// the customers it links, and the ledger copies it folds in (``EntitlementLedger/copies(of:)``).
+/// What each key's state becomes is the ledger's business, not this file's.
 enum Events {
     /// The event of a verified record.
     ///
@@ -35,8 +35,7 @@ enum Events {
             dedupKey: dedupKey, kind: record.kind.rawValue, raw: raw,
             headerSegments: RawCompaction.headerSegments(in: raw, nested: nested.compactMap { $0 }), record: record.json(),
             receivedAt: receivedAt.millisecondsSince1970,
-            folds: keys.map { EntitlementFolding.fold(record, into: $0) },
-            links: links)
+            keys: keys, copies: EntitlementLedger.copies(of: record), links: links)
     }
 
     /// What makes a replay a replay.

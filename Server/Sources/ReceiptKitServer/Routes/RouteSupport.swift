@@ -112,11 +112,8 @@ struct RouteEnvironment: Sendable {
 
     /// `{"customer_id", "as_of", "entitled", "subscriptions": [state, …]}` for a customer.
     func entitlementsJSON(customerId: String, at instant: Timestamp) async throws -> String {
-        let stored = try await read { try await store.subscriptions(customerId: customerId) }
-        var states: [SubscriptionState] = []
-        for subscription in stored {
-            if let state = try EntitlementFolding.state(of: subscription, at: instant) { states.append(state) }
-        }
+        let store = self.store
+        let states = try await read { try await store.states(customerId: customerId, at: instant) }
         var json = JSONText()
         json.raw("{\"customer_id\":")
         json.string(customerId)

@@ -15,8 +15,9 @@ public protocol EntitlementStore: Sendable {
     /// WAL mode under another connection's write lock, a PostgreSQL table locked by a migration
     /// — and a webhook that cannot write must not look ready.)
     func ping() async throws
-    /// Stores a verified input and, if it is new, folds it into each of its keys' state; adds its
-    /// customer links in any case. One transaction.
+    /// Stores a verified input and, if it is new, folds its ledger copies into its keys (a cost
+    /// that does not grow with a key's history); adds its customer links in any case. One
+    /// transaction.
     ///
     /// Stops waiting as soon as the calling task is cancelled (a request's timeout), throwing
     /// `CancellationError`, even while the database still waits for a lock; the write may then
@@ -25,11 +26,14 @@ public protocol EntitlementStore: Sendable {
     /// - Returns: `true` when the event is new, `false` when its dedup key was already stored
     ///   (a replay, which changes no state).
     func record(_ event: NewEvent) async throws -> Bool
-    /// The stored state of every key linked to a customer, sorted by key.
-    func subscriptions(customerId: String) async throws -> [StoredSubscription]
-    /// The stored state of every key with this original transaction id (one per bundle id and
-    /// environment), sorted by key.
-    func subscriptions(originalTransactionId: String) async throws -> [StoredSubscription]
+    /// The keys linked to a customer, sorted.
+    func keys(customerId: String) async throws -> [SubscriptionKey]
+    /// The keys with this original transaction id (one per bundle id and environment), sorted.
+    func keys(originalTransactionId: String) async throws -> [SubscriptionKey]
+    /// A key's state at an instant, evaluated by ReceiptKit's ``EntitlementLedger`` from the
+    /// stored copies that decide it (``LedgerRows/Evaluation``), read in one transaction; `nil`
+    /// when no transaction of the key is known at that instant.
+    func state(of key: SubscriptionKey, at instant: Timestamp) async throws -> SubscriptionState?
     /// The stored events that touched any of these keys (their transactions' or renewal info's
     /// key), each once, in the order they were stored.
     func events(touching keys: [SubscriptionKey]) async throws -> [StoredEvent]
@@ -42,7 +46,7 @@ public protocol EntitlementStore: Sendable {
     func close() async throws
 }
 
-/// A verified input to store, with what it changes.
+/// A verified input to store, with the ledger copies it folds in.
 public struct NewEvent: Sendable {
     /// What makes a replay a replay: `notification:UUID`, `transaction:ID:SIGNED_MS`,
     /// `renewal_info:ORIGINAL_ID:SIGNED_MS`, `receipt:CREATED_MS:OPAQUE_HEX`.
@@ -58,15 +62,17 @@ public struct NewEvent: Sendable {
     public var record: String
     /// When the server received it, in milliseconds since 1970.
     public var receivedAt: Int64
-    /// The state change of each key the input touches.
-    public var folds: [KeyFold]
+    /// The keys the input touches, each of which gets a row (``EntitlementLedger/keys(of:renewalInfoBundleId:)``).
+    public var keys: [SubscriptionKey]
+    /// The ledger copies the input folds in (``EntitlementLedger/copies(of:)``).
+    public var copies: [LedgerCopy]
     /// The customers the input's keys are to be linked to.
     public var links: [CustomerLink]
 
     /// Creates an event.
     public init(
         dedupKey: String, kind: String, raw: [UInt8], headerSegments: [[UInt8]] = [], record: String, receivedAt: Int64,
-        folds: [KeyFold], links: [CustomerLink]
+        keys: [SubscriptionKey], copies: [LedgerCopy], links: [CustomerLink]
     ) {
         self.dedupKey = dedupKey
         self.kind = kind
@@ -74,23 +80,9 @@ public struct NewEvent: Sendable {
         self.headerSegments = headerSegments
         self.record = record
         self.receivedAt = receivedAt
-        self.folds = folds
+        self.keys = keys
+        self.copies = copies
         self.links = links
-    }
-}
-
-/// How one key's stored state changes with a new event: the store calls ``fold`` inside the
-/// transaction, with the key's row locked, on the state stored so far (`nil` for a new key).
-public struct KeyFold: Sendable {
-    /// The key.
-    public var key: SubscriptionKey
-    /// The new state from the stored one.
-    public var fold: @Sendable (Data?) throws -> Data
-
-    /// Creates a fold.
-    public init(key: SubscriptionKey, fold: @escaping @Sendable (Data?) throws -> Data) {
-        self.key = key
-        self.fold = fold
     }
 }
 
@@ -106,14 +98,6 @@ public struct CustomerLink: Sendable, Hashable {
         self.customerId = customerId
         self.key = key
     }
-}
-
-/// A key's stored state.
-public struct StoredSubscription: Sendable, Hashable {
-    /// The key.
-    public var key: SubscriptionKey
-    /// The state as its fold last wrote it (`nil`: a key linked to a customer, no event folded).
-    public var state: Data?
 }
 
 /// A stored event, as ``EntitlementStore/events(touching:)`` reads it back.
@@ -144,10 +128,31 @@ public struct StoreError: Error, CustomStringConvertible {
     }
 }
 
+extension EntitlementStore {
+    /// The state now or as of an instant of every key linked to a customer that has one, sorted
+    /// by key.
+    public func states(customerId: String, at instant: Timestamp) async throws -> [SubscriptionState] {
+        var states: [SubscriptionState] = []
+        for key in try await keys(customerId: customerId) {
+            if let state = try await state(of: key, at: instant) { states.append(state) }
+        }
+        return states
+    }
+
+    /// The state of every key with this original transaction id that has one, sorted by key.
+    public func states(originalTransactionId: String, at instant: Timestamp) async throws -> [SubscriptionState] {
+        var states: [SubscriptionState] = []
+        for key in try await keys(originalTransactionId: originalTransactionId) {
+            if let state = try await state(of: key, at: instant) { states.append(state) }
+        }
+        return states
+    }
+}
+
 extension NewEvent {
-    /// The links, deduplicated and sorted, and the folds sorted by key: every transaction takes
-    /// its row locks in the same order, so two events touching the same keys never deadlock.
-    var orderedFolds: [KeyFold] { folds.sorted { $0.key < $1.key } }
+    /// The keys deduplicated and sorted, and the links too: every transaction takes its row
+    /// locks in the same order, so two events touching the same keys never deadlock.
+    var orderedKeys: [SubscriptionKey] { Set(keys).sorted() }
     var orderedLinks: [CustomerLink] {
         Array(Set(links)).sorted { ($0.customerId, $0.key) < ($1.customerId, $1.key) }
     }

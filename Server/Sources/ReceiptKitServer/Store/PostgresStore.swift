@@ -69,9 +69,31 @@ public final class PostgresStore: EntitlementStore {
                     // interpolated, because DDL takes no bindings.
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
+                switch migration.rows {
+                case nil: break
+                case .ledgersToCopies: try await Self.moveLedgersToCopies(on: connection, logger: logger)
+                }
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
                 try await connection.query(
                     "INSERT INTO receiptkit_migrations (id, applied_at) VALUES (\(migration.id), \(now))", logger: logger)
+            }
+        }
+    }
+
+    /// ``Schema/RowMigration/ledgersToCopies``: each key's whole ledger into rows, folded as a
+    /// new event's copies are (``SQLiteStore``'s twin).
+    private static func moveLedgersToCopies(on connection: PostgresConnection, logger: Logger) async throws {
+        for row in try await connection.rows(Schema.storedLedgers, [], logger: logger) {
+            let key = SubscriptionKey(
+                bundleId: row[1].text ?? "", environment: row[2].text ?? "", originalTransactionId: row[0].text ?? "")
+            let copies = try Schema.storedLedgerCopies(row[3], of: key)
+            for write in LedgerRows.subscriptionWrites(key, copies: copies, receivedAt: row[4].integer ?? 0) {
+                try await connection.execute(write, logger: logger)
+            }
+            for copy in copies {
+                for write in try await connection.run(LedgerRows.Folding(copy), logger: logger) {
+                    try await connection.execute(write, logger: logger)
+                }
             }
         }
     }
@@ -108,48 +130,22 @@ public final class PostgresStore: EntitlementStore {
                 eventId = id
             }
             if let eventId {
-                for fold in event.orderedFolds {
-                    let key = fold.key
-                    try await connection.query(
-                        """
-                        INSERT INTO event_subscriptions (bundle_id, environment, original_transaction_id, event_id)
-                        VALUES (\(key.bundleId), \(key.environment), \(key.originalTransactionId), \(eventId))
-                        """, logger: logger)
-                    try await connection.query(
-                        """
-                        INSERT INTO subscriptions (bundle_id, environment, original_transaction_id, state, updated_at)
-                        VALUES (\(key.bundleId), \(key.environment), \(key.originalTransactionId), NULL, \(event.receivedAt))
-                        ON CONFLICT DO NOTHING
-                        """, logger: logger)
-                    var stored: String?
-                    for try await state in try await connection.query(
-                        """
-                        SELECT state FROM subscriptions
-                        WHERE bundle_id = \(key.bundleId) AND environment = \(key.environment)
-                            AND original_transaction_id = \(key.originalTransactionId)
-                        FOR UPDATE
-                        """, logger: logger
-                    ).decode(String?.self) {
-                        stored = state
+                // The key rows first, each locked (`FOR UPDATE`) in key order: two events
+                // folding into one key, on any servers, take turns, and never deadlock.
+                for write in LedgerRows.keyWrites(event, eventId: eventId) {
+                    try await connection.execute(write, logger: logger)
+                }
+                for key in event.orderedKeys {
+                    _ = try await connection.rows(LedgerRows.lockSubscription, LedgerRows.keyValues(key), logger: logger)
+                }
+                for copy in event.copies {
+                    for write in try await connection.run(LedgerRows.Folding(copy), logger: logger) {
+                        try await connection.execute(write, logger: logger)
                     }
-                    let state = String(decoding: try fold.fold(stored.map { Data($0.utf8) }), as: UTF8.self)
-                    try await connection.query(
-                        """
-                        UPDATE subscriptions SET state = \(state), updated_at = \(event.receivedAt)
-                        WHERE bundle_id = \(key.bundleId) AND environment = \(key.environment)
-                            AND original_transaction_id = \(key.originalTransactionId)
-                        """, logger: logger)
                 }
             }
-            for link in event.orderedLinks {
-                try await connection.query(
-                    """
-                    INSERT INTO customer_subscriptions
-                        (customer_id, bundle_id, environment, original_transaction_id, linked_at)
-                    VALUES (\(link.customerId), \(link.key.bundleId), \(link.key.environment),
-                        \(link.key.originalTransactionId), \(event.receivedAt))
-                    ON CONFLICT DO NOTHING
-                    """, logger: logger)
+            for write in LedgerRows.linkWrites(event) {
+                try await connection.execute(write, logger: logger)
             }
             return (eventId != nil, found)
         }
@@ -194,27 +190,35 @@ public final class PostgresStore: EntitlementStore {
         return (compacted, .headerReferences, found)
     }
 
-    public func subscriptions(customerId: String) async throws -> [StoredSubscription] {
-        try await collect(
-            client.query(
-                """
-                SELECT c.bundle_id, c.environment, c.original_transaction_id, s.state
-                FROM customer_subscriptions c
-                LEFT JOIN subscriptions s ON s.bundle_id = c.bundle_id AND s.environment = c.environment
-                    AND s.original_transaction_id = c.original_transaction_id
-                WHERE c.customer_id = \(customerId)
-                ORDER BY c.bundle_id COLLATE "C", c.environment COLLATE "C", c.original_transaction_id COLLATE "C"
-                """, logger: logger))
+    public func keys(customerId: String) async throws -> [SubscriptionKey] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            LedgerRows.keys(try await connection.rows(LedgerRows.keysOfCustomer, [.text(customerId)], logger: logger))
+        }
     }
 
-    public func subscriptions(originalTransactionId: String) async throws -> [StoredSubscription] {
-        try await collect(
-            client.query(
-                """
-                SELECT bundle_id, environment, original_transaction_id, state FROM subscriptions
-                WHERE original_transaction_id = \(originalTransactionId)
-                ORDER BY bundle_id COLLATE "C", environment COLLATE "C"
-                """, logger: logger))
+    public func keys(originalTransactionId: String) async throws -> [SubscriptionKey] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            LedgerRows.keys(
+                try await connection.rows(LedgerRows.keysOfOriginalTransactionId, [.text(originalTransactionId)], logger: logger))
+        }
+    }
+
+    public func state(of key: SubscriptionKey, at instant: Timestamp) async throws -> SubscriptionState? {
+        let logger = self.logger
+        // One snapshot for every read of the evaluation, so that its rows agree.
+        return try await client.withConnection { connection in
+            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
+            do {
+                let state = try await connection.run(LedgerRows.Evaluation(key: key, at: instant), logger: logger)
+                try await connection.query("COMMIT", logger: logger)
+                return state
+            } catch {
+                try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
     }
 
     public func events(touching keys: [SubscriptionKey]) async throws -> [StoredEvent] {
@@ -270,17 +274,4 @@ public final class PostgresStore: EntitlementStore {
     }
 
     public func close() async throws {}
-
-    private func collect(_ rows: PostgresRowSequence) async throws -> [StoredSubscription] {
-        var subscriptions: [StoredSubscription] = []
-        for try await (bundleId, environment, originalTransactionId, state) in rows.decode(
-            (String, String, String, String?).self)
-        {
-            subscriptions.append(
-                StoredSubscription(
-                    key: SubscriptionKey(bundleId: bundleId, environment: environment, originalTransactionId: originalTransactionId),
-                    state: state.map { Data($0.utf8) }))
-        }
-        return subscriptions
-    }
 }

@@ -61,9 +61,28 @@ public final class SQLiteStore: EntitlementStore {
                 for statement in migration.statements(.sqlite) {
                     try db.execute(sql: statement)
                 }
+                switch migration.rows {
+                case nil: break
+                case .ledgersToCopies: try Self.moveLedgersToCopies(in: db)
+                }
             }
         }
         try migrator.migrate(pool)
+    }
+
+    /// ``Schema/RowMigration/ledgersToCopies``: each key's whole ledger into rows, folded as a
+    /// new event's copies are.
+    private static func moveLedgersToCopies(in db: Database) throws {
+        for row in try db.rows(Schema.storedLedgers, []) {
+            let key = SubscriptionKey(
+                bundleId: row[1].text ?? "", environment: row[2].text ?? "", originalTransactionId: row[0].text ?? "")
+            let copies = try Schema.storedLedgerCopies(row[3], of: key)
+            let updatedAt = row[4].integer ?? 0
+            for write in LedgerRows.subscriptionWrites(key, copies: copies, receivedAt: updatedAt) { try db.execute(write) }
+            for copy in copies {
+                for write in try db.run(LedgerRows.Folding(copy)) { try db.execute(write) }
+            }
+        }
     }
 
     /// The writer's `PRAGMA synchronous` (2 is `FULL`: every commit is synced before it returns).
@@ -188,79 +207,27 @@ public final class SQLiteStore: EntitlementStore {
         // One row inserted, or none for a replay (`RETURNING` would read it back through a cursor).
         let inserted: Int64? = db.changesCount == 1 ? db.lastInsertedRowID : nil
         if let eventId = inserted {
-            for fold in event.orderedFolds {
-                let key = fold.key
-                try db.cachedStatement(
-                    sql: """
-                        INSERT INTO event_subscriptions (bundle_id, environment, original_transaction_id, event_id)
-                        VALUES (?, ?, ?, ?)
-                        """
-                ).execute(arguments: [key.bundleId, key.environment, key.originalTransactionId, eventId])
-                let stored = try String.fetchOne(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT state FROM subscriptions
-                            WHERE bundle_id = ? AND environment = ? AND original_transaction_id = ?
-                            """),
-                    arguments: [key.bundleId, key.environment, key.originalTransactionId])
-                let state = try fold.fold(stored.map { Data($0.utf8) })
-                try db.cachedStatement(
-                    sql: """
-                        INSERT INTO subscriptions (bundle_id, environment, original_transaction_id, state, updated_at)
-                        VALUES (?, ?, ?, ?, ?)
-                        ON CONFLICT (bundle_id, environment, original_transaction_id)
-                        DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
-                        """
-                ).execute(arguments: [
-                    key.bundleId, key.environment, key.originalTransactionId, String(decoding: state, as: UTF8.self),
-                    event.receivedAt,
-                ])
+            for write in LedgerRows.keyWrites(event, eventId: eventId) { try db.execute(write) }
+            for copy in event.copies {
+                for write in try db.run(LedgerRows.Folding(copy)) { try db.execute(write) }
             }
         }
-        for link in event.orderedLinks {
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO customer_subscriptions
-                        (customer_id, bundle_id, environment, original_transaction_id, linked_at)
-                    VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-                    """
-            ).execute(arguments: [
-                link.customerId, link.key.bundleId, link.key.environment, link.key.originalTransactionId,
-                event.receivedAt,
-            ])
-        }
+        for write in LedgerRows.linkWrites(event) { try db.execute(write) }
         return inserted != nil
     }
 
-    public func subscriptions(customerId: String) async throws -> [StoredSubscription] {
+    public func keys(customerId: String) async throws -> [SubscriptionKey] {
+        try await pool.read { db in LedgerRows.keys(try db.rows(LedgerRows.keysOfCustomer, [.text(customerId)])) }
+    }
+
+    public func keys(originalTransactionId: String) async throws -> [SubscriptionKey] {
         try await pool.read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT c.bundle_id, c.environment, c.original_transaction_id, s.state
-                    FROM customer_subscriptions c
-                    LEFT JOIN subscriptions s ON s.bundle_id = c.bundle_id AND s.environment = c.environment
-                        AND s.original_transaction_id = c.original_transaction_id
-                    WHERE c.customer_id = ?
-                    ORDER BY c.bundle_id, c.environment, c.original_transaction_id
-                    """,
-                arguments: [customerId]
-            ).map(Self.subscription)
+            LedgerRows.keys(try db.rows(LedgerRows.keysOfOriginalTransactionId, [.text(originalTransactionId)]))
         }
     }
 
-    public func subscriptions(originalTransactionId: String) async throws -> [StoredSubscription] {
-        try await pool.read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT bundle_id, environment, original_transaction_id, state FROM subscriptions
-                    WHERE original_transaction_id = ?
-                    ORDER BY bundle_id, environment, original_transaction_id
-                    """,
-                arguments: [originalTransactionId]
-            ).map(Self.subscription)
-        }
+    public func state(of key: SubscriptionKey, at instant: Timestamp) async throws -> SubscriptionState? {
+        try await pool.read { db in try db.run(LedgerRows.Evaluation(key: key, at: instant)) }
     }
 
     public func events(touching keys: [SubscriptionKey]) async throws -> [StoredEvent] {
@@ -321,11 +288,5 @@ public final class SQLiteStore: EntitlementStore {
 
     public func close() async throws {
         try pool.close()
-    }
-
-    private static func subscription(_ row: Row) -> StoredSubscription {
-        StoredSubscription(
-            key: SubscriptionKey(bundleId: row[0], environment: row[1], originalTransactionId: row[2]),
-            state: (row[3] as String?).map { Data($0.utf8) })
     }
 }

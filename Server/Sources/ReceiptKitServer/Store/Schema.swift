@@ -1,3 +1,5 @@
+import ReceiptKit
+
 /// The store's schema, one migration per change, written once for both databases: the few words
 /// in which SQLite and PostgreSQL differ come from ``Dialect``, so the two cannot drift apart. A
 /// released migration is never edited (its text on either database stays what it was): a change
@@ -6,8 +8,10 @@
 /// Tables:
 /// - `events`: every verified input, once per dedup key (the unique constraint makes a replay a
 ///   no-op): its raw bytes, its record as `verify-receipt` prints it, its kind.
-/// - `subscriptions`: the derived state per key (bundle id, environment, original transaction
-///   id), rewritten in the transaction that stores each new event touching the key.
+/// - `subscriptions`: one row per key (bundle id, environment, original transaction id), naming
+///   the key's transaction copy signed last (from v5; before, the key's whole ledger as JSON).
+/// - `transaction_copies`, `renewal_info_copies` (from v5): every signed copy of every
+///   transaction and renewal info, the key's ledger as rows (``LedgerRows``).
 /// - `customer_subscriptions`: which customer owns which key.
 /// - `event_subscriptions`: which events touched which key (from v2), so that what the service
 ///   knows of a subscription — every transaction, every renewal info — can be listed.
@@ -69,8 +73,43 @@ enum Schema {
     struct Migration: Sendable {
         /// Its name, recorded once applied.
         let id: String
+        /// What it does to the rows besides its statements, in Swift, after them.
+        let rows: RowMigration?
         /// Its statements in a dialect.
         let statements: @Sendable (Dialect) -> [String]
+
+        init(id: String, rows: RowMigration? = nil, statements: @escaping @Sendable (Dialect) -> [String]) {
+            self.id = id
+            self.rows = rows
+            self.statements = statements
+        }
+    }
+
+    /// A change to the rows that SQL alone cannot make, run by each store after the migration's
+    /// statements, in the same transaction.
+    enum RowMigration: Sendable {
+        /// Each key's ledger, stored whole as JSON in `subscriptions.state` by servers before v5,
+        /// becomes rows of `transaction_copies` and `renewal_info_copies` (``LedgerRows``), the
+        /// same copies folded by the same rules, and the key's row names the copy signed last.
+        case ledgersToCopies
+    }
+
+    /// The keys whose ledger is stored whole (before v5), with it.
+    static let storedLedgers = StoreStatement(
+        """
+        SELECT original_transaction_id, bundle_id, environment, state, updated_at FROM subscriptions
+        WHERE state IS NOT NULL
+        """, columns: [.text, .text, .text, .text, .integer])
+
+    /// The copies of a ledger stored whole (before v5) for `key`: a ledger holds the renewal
+    /// infos of every key with the same environment and original transaction id, and its
+    /// transactions under their own keys — all of them belong to `key`'s rows.
+    static func storedLedgerCopies(_ state: StoreValue, of key: SubscriptionKey) throws -> [LedgerCopy] {
+        do {
+            return try EntitlementLedger(jsonBytes: Array((state.text ?? "").utf8)).copies
+        } catch {
+            throw StoreError("the stored ledger of \(key) does not decode: \(error)")
+        }
     }
 
     static let migrations: [Migration] = [
@@ -183,6 +222,48 @@ enum Schema {
                 """,
             ])
             return subscriptions + eventSubscriptions + constraintNames
+        },
+        // A fold rewrote the key's whole ledger: a cost that grew with every renewal. Its copies
+        // become rows, so a fold inserts the record's copies alone and a state is read from the
+        // few rows that decide it (``LedgerRows``). The ledgers move in Swift (``RowMigration``).
+        Migration(id: "v5-ledger-copies", rows: .ledgersToCopies) { dialect in
+            [
+                """
+                CREATE TABLE transaction_copies (
+                    original_transaction_id TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    transaction_id TEXT NOT NULL,
+                    known_from BIGINT NOT NULL,
+                    is_latest SMALLINT NOT NULL,
+                    is_upgraded SMALLINT NOT NULL,
+                    purchase_date BIGINT NOT NULL,
+                    expires_date BIGINT NOT NULL,
+                    copy TEXT NOT NULL,
+                    PRIMARY KEY (original_transaction_id, bundle_id, environment, transaction_id, known_from)
+                )\(dialect.clusteredOnPrimaryKey)
+                """,
+                """
+                CREATE INDEX transaction_copies_current ON transaction_copies
+                    (original_transaction_id, bundle_id, environment, is_upgraded, purchase_date DESC, expires_date DESC)
+                    WHERE is_latest = 1
+                """,
+                """
+                CREATE TABLE renewal_info_copies (
+                    original_transaction_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    known_from BIGINT NOT NULL,
+                    copy TEXT NOT NULL,
+                    PRIMARY KEY (original_transaction_id, environment, known_from)
+                )\(dialect.clusteredOnPrimaryKey)
+                """,
+                "ALTER TABLE subscriptions ADD COLUMN last_known_from BIGINT",
+                "ALTER TABLE subscriptions ADD COLUMN last_known_transaction_id TEXT",
+            ]
+        },
+        // v5 moved every ledger into rows.
+        Migration(id: "v6-drop-subscription-state") { _ in
+            ["ALTER TABLE subscriptions DROP COLUMN state"]
         },
     ]
 

@@ -1,0 +1,467 @@
+import ReceiptKit
+
+/// A key's ledger kept as rows (from migration v5): every signed copy of every transaction in
+/// `transaction_copies`, every copy of renewal info in `renewal_info_copies`, each as ReceiptKit's
+/// ``LedgerCopy`` JSON with the few columns a lookup needs beside it. Folding a record inserts its
+/// copies — a cost that does not grow with the key's history — and reading a key's state reads the
+/// handful of rows that decide it; the rules stay ReceiptKit's (``EntitlementLedger``).
+///
+/// What the two stores run is written here once, with `?` placeholders (``StoreStatement``), and
+/// what they decide between statements is decided here once: each store only fetches the rows a
+/// step asks for and executes the writes it plans.
+enum LedgerRows {
+    /// How many top-ranked current copies are read for a state evaluated after every copy is
+    /// known. When the last one read ties with the first, more might: the state is then
+    /// evaluated from every copy instead.
+    static let candidateLimit = 4
+
+    // MARK: Writing a copy
+
+    /// Folding one copy in: the reads it needs, then its writes (``plan(_:latest:same:)``).
+    struct Folding: RowSteps {
+        let copy: LedgerCopy
+        private var phase = Phase.start
+
+        private enum Phase {
+            case start
+            /// Reading the stored copy of the same transaction signed last.
+            case latest
+            /// Reading the stored copy signed at the same instant, after `latest`.
+            case same(latest: LedgerCopy?)
+        }
+
+        init(_ copy: LedgerCopy) {
+            self.copy = copy
+        }
+
+        mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<[StoreWrite]> {
+            let id = copy.originalTransactionId
+            switch (copy.kind, phase) {
+            case (.renewalInfo, .start):
+                phase = .same(latest: nil)
+                return .fetch(sameRenewalInfoCopy, sameRenewalInfoValues(copy))
+            case (.renewalInfo, _):
+                let same = try rows.first.map { try LedgerRows.copy($0[0], kind: .renewalInfo, of: id) }
+                return .done(plan(renewalInfo: copy, same: same))
+            case (.transaction, .start):
+                phase = .latest
+                return .fetch(latestTransactionCopy, transactionValues(copy))
+            case (.transaction, .latest):
+                let latest = try rows.first.map { try LedgerRows.copy($0[1], kind: .transaction, of: id) }
+                switch plan(copy, latest: latest) {
+                case .write(let writes):
+                    return .done(writes)
+                case .fetchSame:
+                    phase = .same(latest: latest)
+                    return .fetch(sameTransactionCopy, transactionValues(copy, signedToo: true))
+                }
+            case (.transaction, .same(let latest)):
+                let same = try rows.first.map { try LedgerRows.copy($0[0], kind: .transaction, of: id) }
+                guard case .write(let writes) = plan(copy, latest: latest, same: .some(same)) else {
+                    throw StoreError("folding a copy of \(id) asked for the same row twice")
+                }
+                return .done(writes)
+            }
+        }
+    }
+
+    /// The stored copy of the same transaction signed last, before a new copy is folded in.
+    static let latestTransactionCopy = StoreStatement(
+        """
+        SELECT known_from, copy FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ?
+        ORDER BY known_from DESC LIMIT 1
+        """, columns: [.integer, .text])
+
+    /// The stored copy of the same transaction signed at the same instant.
+    static let sameTransactionCopy = StoreStatement(
+        """
+        SELECT copy FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
+        """, columns: [.text])
+
+    static let insertTransactionCopy = StoreStatement(
+        """
+        INSERT INTO transaction_copies
+            (original_transaction_id, bundle_id, environment, transaction_id, known_from, is_latest, is_upgraded,
+             purchase_date, expires_date, copy)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """)
+
+    static let replaceTransactionCopy = StoreStatement(
+        """
+        UPDATE transaction_copies SET is_upgraded = ?, purchase_date = ?, expires_date = ?, copy = ?
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
+        """)
+
+    static let demoteTransactionCopy = StoreStatement(
+        """
+        UPDATE transaction_copies SET is_latest = 0
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
+        """)
+
+    static let sameRenewalInfoCopy = StoreStatement(
+        """
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from = ?
+        """, columns: [.text])
+
+    static let insertRenewalInfoCopy = StoreStatement(
+        """
+        INSERT INTO renewal_info_copies (original_transaction_id, environment, known_from, copy) VALUES (?, ?, ?, ?)
+        """)
+
+    static let replaceRenewalInfoCopy = StoreStatement(
+        """
+        UPDATE renewal_info_copies SET copy = ? WHERE original_transaction_id = ? AND environment = ? AND known_from = ?
+        """)
+
+    /// Makes sure a key's row exists (the store locks it before folding on PostgreSQL).
+    static let insertSubscription = StoreStatement(
+        """
+        INSERT INTO subscriptions (original_transaction_id, bundle_id, environment, updated_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT DO NOTHING
+        """)
+
+    /// Locks a key's row for the rest of the transaction (PostgreSQL; SQLite has one writer).
+    static let lockSubscription = StoreStatement(
+        """
+        SELECT 1 FROM subscriptions WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? FOR UPDATE
+        """, columns: [.integer])
+
+    /// Records the key's copy signed last, when `known_from` is later than the one recorded.
+    static let advanceSubscription = StoreStatement(
+        """
+        UPDATE subscriptions SET updated_at = ?, last_known_from = ?, last_known_transaction_id = ?
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?
+            AND (last_known_from IS NULL OR last_known_from < ?)
+        """)
+
+    /// What a store does with one transaction copy, given the stored copy of the same transaction
+    /// signed last (`latest`) and, when that one was signed at another instant, the stored copy
+    /// signed at the same instant as `copy` (`same`, fetched only when this asks for it).
+    enum TransactionStep {
+        /// Fetch the stored copy signed at the same instant, then ask ``plan(_:latest:same:)``.
+        case fetchSame
+        /// Execute these writes.
+        case write([StoreWrite])
+    }
+
+    /// Rule 1 as rows: a copy with a new identity is inserted (the latest of its transaction when
+    /// signed after every other, and the one it follows demoted); a copy with a stored identity
+    /// replaces the stored one only when ReceiptKit's ``LedgerCopy/supersedes(_:)`` says it wins.
+    static func plan(
+        _ copy: LedgerCopy, latest: LedgerCopy?, same: LedgerCopy?? = .none
+    ) -> TransactionStep {
+        guard let key = copy.key, let transactionId = copy.transactionId else { return .write([]) }
+        let keyValues: [StoreValue] = [
+            .text(key.originalTransactionId), .text(key.bundleId), .text(key.environment), .text(transactionId),
+        ]
+        let replace = StoreWrite(replaceTransactionCopy, [
+            .integer(copy.isUpgraded ? 1 : 0), .integer(instant(copy.purchaseDate)), .integer(instant(copy.expiresDate)),
+            .text(String(decoding: copy.jsonBytes(), as: UTF8.self)),
+        ] + keyValues + [.integer(copy.knownFrom.millisecondsSince1970)])
+        func insert(isLatest: Bool) -> StoreWrite {
+            StoreWrite(insertTransactionCopy, keyValues + [
+                .integer(copy.knownFrom.millisecondsSince1970), .integer(isLatest ? 1 : 0), .integer(copy.isUpgraded ? 1 : 0),
+                .integer(instant(copy.purchaseDate)), .integer(instant(copy.expiresDate)),
+                .text(String(decoding: copy.jsonBytes(), as: UTF8.self)),
+            ])
+        }
+        guard let latest else { return .write([insert(isLatest: true)]) }
+        if latest.isSameCopy(as: copy) {
+            return .write(copy.supersedes(latest) ? [replace] : [])
+        }
+        if copy.knownFrom > latest.knownFrom {
+            return .write([
+                StoreWrite(demoteTransactionCopy, keyValues + [.integer(latest.knownFrom.millisecondsSince1970)]),
+                insert(isLatest: true),
+            ])
+        }
+        // Signed before the latest: an earlier copy arriving late, kept for `as_of`.
+        guard case .some(let same) = same else { return .fetchSame }
+        guard let same else { return .write([insert(isLatest: false)]) }
+        return .write(copy.supersedes(same) ? [replace] : [])
+    }
+
+    /// The writes for a renewal info copy, given the stored copy of the same renewal info signed
+    /// at the same instant, if any.
+    static func plan(renewalInfo copy: LedgerCopy, same: LedgerCopy?) -> [StoreWrite] {
+        let json = StoreValue.text(String(decoding: copy.jsonBytes(), as: UTF8.self))
+        let identity: [StoreValue] = [
+            .text(copy.originalTransactionId), .text(copy.environment), .integer(copy.knownFrom.millisecondsSince1970),
+        ]
+        guard let same else { return [StoreWrite(insertRenewalInfoCopy, identity + [json])] }
+        return copy.supersedes(same) ? [StoreWrite(replaceRenewalInfoCopy, [json] + identity)] : []
+    }
+
+    /// The values that find a renewal info copy signed at the same instant as `copy`.
+    static func sameRenewalInfoValues(_ copy: LedgerCopy) -> [StoreValue] {
+        [.text(copy.originalTransactionId), .text(copy.environment), .integer(copy.knownFrom.millisecondsSince1970)]
+    }
+
+    /// The values that find the stored copies of `copy`'s transaction (``latestTransactionCopy``),
+    /// and with its signed date the one signed then (``sameTransactionCopy``).
+    static func transactionValues(_ copy: LedgerCopy, signedToo: Bool = false) -> [StoreValue] {
+        guard let key = copy.key, let id = copy.transactionId else { return [] }
+        let values: [StoreValue] = [.text(key.originalTransactionId), .text(key.bundleId), .text(key.environment), .text(id)]
+        return signedToo ? values + [.integer(copy.knownFrom.millisecondsSince1970)] : values
+    }
+
+    /// The writes that keep a key's row: it exists, and it names the key's transaction copy
+    /// signed last among `copies` when that is later than the one it names.
+    static func subscriptionWrites(_ key: SubscriptionKey, copies: [LedgerCopy], receivedAt: Int64) -> [StoreWrite] {
+        let keyValues: [StoreValue] = [.text(key.originalTransactionId), .text(key.bundleId), .text(key.environment)]
+        var writes = [StoreWrite(insertSubscription, keyValues + [.integer(receivedAt)])]
+        let last = copies.filter { $0.key == key }.max { ($0.knownFrom, $0.transactionId ?? "") < ($1.knownFrom, $1.transactionId ?? "") }
+        if let last, let id = last.transactionId {
+            let knownFrom = StoreValue.integer(last.knownFrom.millisecondsSince1970)
+            writes.append(StoreWrite(advanceSubscription, [.integer(receivedAt), knownFrom, .text(id)] + keyValues + [knownFrom]))
+        }
+        return writes
+    }
+
+    /// A date column's value: milliseconds, or `Int64.min` for none, so that none sorts first.
+    static func instant(_ timestamp: Timestamp?) -> Int64 {
+        timestamp?.millisecondsSince1970 ?? Int64.min
+    }
+
+    // MARK: Reading a key
+
+    /// The key's row: the copy signed last (its date and transaction id), and the renewal info
+    /// signed last.
+    static let head = StoreStatement(
+        """
+        SELECT s.last_known_from, s.last_known_transaction_id,
+            (SELECT MAX(r.known_from) FROM renewal_info_copies r
+             WHERE r.original_transaction_id = s.original_transaction_id AND r.environment = s.environment)
+        FROM subscriptions s WHERE s.original_transaction_id = ? AND s.bundle_id = ? AND s.environment = ?
+        """, columns: [.integer, .text, .integer])
+
+    /// The latest copies of the key's transactions, those not upgraded first, each group by
+    /// `purchaseDate` then `expiresDate`, latest first (rule 2's order, its last tie-break left to
+    /// ReceiptKit).
+    static let candidates = StoreStatement(
+        """
+        SELECT copy, is_upgraded, purchase_date, expires_date FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND is_latest = 1
+        ORDER BY is_upgraded, purchase_date DESC, expires_date DESC LIMIT \(candidateLimit)
+        """, columns: [.text, .integer, .integer, .integer])
+
+    static let transactionCopy = sameTransactionCopy
+
+    static let latestRenewalInfo = StoreStatement(
+        """
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from = ?
+        """, columns: [.text])
+
+    /// Every copy of the key's transactions known at an instant.
+    static let transactionCopiesKnownAt = StoreStatement(
+        """
+        SELECT copy FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND known_from <= ?
+        """, columns: [.text])
+
+    /// Every copy of the key's renewal info known at an instant.
+    static let renewalInfoCopiesKnownAt = StoreStatement(
+        """
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from <= ?
+        """, columns: [.text])
+
+    static func keyValues(_ key: SubscriptionKey) -> [StoreValue] {
+        [.text(key.originalTransactionId), .text(key.bundleId), .text(key.environment)]
+    }
+
+    static func renewalValues(_ key: SubscriptionKey) -> [StoreValue] {
+        [.text(key.originalTransactionId), .text(key.environment)]
+    }
+
+    /// One key's state at an instant, read from its rows: a store runs each query this asks for
+    /// (in one read transaction, so that the rows agree) and hands the rows back, until it has the
+    /// state.
+    ///
+    /// When every copy of the key is known at the instant — a state asked for now, the case
+    /// that matters at scale — the state is decided by a few rows whatever the key's history:
+    /// the top-ranked latest transaction copies (rule 2 picks among them), the copy signed last
+    /// (the state's `last_signed_date`) and the renewal info signed last (rule 3). Otherwise (an
+    /// `as_of` before the key's last copy) every copy known then is read. Either way ReceiptKit's
+    /// ``EntitlementLedger`` evaluates the copies.
+    struct Evaluation: RowSteps {
+        let key: SubscriptionKey
+        let instant: Timestamp
+        private var phase = Phase.start
+        private var copies: [LedgerCopy] = []
+        private var head = Head()
+
+        private enum Phase {
+            case start, head, candidates, lastTransaction, lastRenewalInfo, allTransactions, allRenewalInfos
+        }
+
+        init(key: SubscriptionKey, at instant: Timestamp) {
+            self.key = key
+            self.instant = instant
+        }
+
+        mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<SubscriptionState?> {
+            switch phase {
+            case .start:
+                phase = .head
+                return .fetch(LedgerRows.head, keyValues(key))
+            case .head:
+                guard let row = rows.first else { return .done(nil) }
+                if let knownFrom = row[0].integer, let id = row[1].text { head.lastTransaction = (knownFrom, id) }
+                head.lastRenewalInfo = row[2].integer
+                guard let last = head.lastKnownFrom, last <= instant.millisecondsSince1970 else { return allCopies() }
+                phase = .candidates
+                return .fetch(LedgerRows.candidates, keyValues(key))
+            case .candidates:
+                let candidates = try rows.map { row in
+                    Candidate(
+                        copy: try copy(row[0], kind: .transaction, of: key.originalTransactionId),
+                        rank: (row[1].integer ?? 0, row[2].integer ?? .min, row[3].integer ?? .min))
+                }
+                guard candidatesSuffice(candidates) else { return allCopies() }
+                copies = candidates.map(\.copy)
+                if let last = head.lastTransaction,
+                   !copies.contains(where: { $0.transactionId == last.transactionId && $0.knownFrom.millisecondsSince1970 == last.knownFrom }) {
+                    phase = .lastTransaction
+                    return .fetch(LedgerRows.transactionCopy, keyValues(key) + [.text(last.transactionId), .integer(last.knownFrom)])
+                }
+                return lastRenewalInfo()
+            case .lastTransaction:
+                copies += try rows.map { try copy($0[0], kind: .transaction, of: key.originalTransactionId) }
+                return lastRenewalInfo()
+            case .lastRenewalInfo, .allRenewalInfos:
+                copies += try rows.map { try copy($0[0], kind: .renewalInfo, of: key.originalTransactionId) }
+                return .done(evaluate())
+            case .allTransactions:
+                copies = try rows.map { try copy($0[0], kind: .transaction, of: key.originalTransactionId) }
+                phase = .allRenewalInfos
+                return .fetch(LedgerRows.renewalInfoCopiesKnownAt, renewalValues(key) + [.integer(instant.millisecondsSince1970)])
+            }
+        }
+
+        private mutating func lastRenewalInfo() -> RowStep<SubscriptionState?> {
+            guard let knownFrom = head.lastRenewalInfo else { return .done(evaluate()) }
+            phase = .lastRenewalInfo
+            return .fetch(LedgerRows.latestRenewalInfo, renewalValues(key) + [.integer(knownFrom)])
+        }
+
+        private mutating func allCopies() -> RowStep<SubscriptionState?> {
+            phase = .allTransactions
+            return .fetch(LedgerRows.transactionCopiesKnownAt, keyValues(key) + [.integer(instant.millisecondsSince1970)])
+        }
+
+        private func evaluate() -> SubscriptionState? {
+            var ledger = EntitlementLedger()
+            for copy in copies { ledger.insert(copy) }
+            return ledger.state(for: key, at: instant)
+        }
+    }
+
+    /// A key's row as ``head`` reads it.
+    struct Head {
+        /// The date and transaction id of the key's transaction copy signed last.
+        var lastTransaction: (knownFrom: Int64, transactionId: String)?
+        /// The signed date of the key's renewal info signed last.
+        var lastRenewalInfo: Int64?
+
+        /// When the last copy of the key was signed.
+        var lastKnownFrom: Int64? {
+            [lastTransaction?.knownFrom, lastRenewalInfo].compactMap { $0 }.max()
+        }
+    }
+
+    /// A row of ``candidates``.
+    struct Candidate {
+        var copy: LedgerCopy
+        var rank: (isUpgraded: Int64, purchase: Int64, expires: Int64)
+    }
+
+    /// Whether the top-ranked candidates read decide the state: fewer than the limit were read
+    /// (there are no more), or the last one read ranks below the first (so does every one not
+    /// read).
+    static func candidatesSuffice(_ candidates: [Candidate]) -> Bool {
+        guard candidates.count == candidateLimit, let first = candidates.first, let last = candidates.last else { return true }
+        return first.rank != last.rank
+    }
+
+    /// Reads a stored copy's JSON.
+    static func copy(_ json: String?, kind: LedgerCopy.Kind, of originalTransactionId: String) throws -> LedgerCopy {
+        do {
+            return try LedgerCopy(jsonBytes: Array((json ?? "").utf8), kind: kind)
+        } catch {
+            throw StoreError("a stored copy of \(originalTransactionId) does not decode: \(error)")
+        }
+    }
+
+    /// A copy's JSON read from a row.
+    static func copy(_ value: StoreValue?, kind: LedgerCopy.Kind, of originalTransactionId: String) throws -> LedgerCopy {
+        try copy(value?.text, kind: kind, of: originalTransactionId)
+    }
+
+    // MARK: Events and links
+
+    /// Which events touched which key.
+    static let insertEventKey = StoreStatement(
+        """
+        INSERT INTO event_subscriptions (original_transaction_id, bundle_id, environment, event_id) VALUES (?, ?, ?, ?)
+        """)
+
+    static let insertLink = StoreStatement(
+        """
+        INSERT INTO customer_subscriptions (customer_id, original_transaction_id, bundle_id, environment, linked_at)
+        VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+        """)
+
+    /// The writes that record an event's keys (each gets its row, and the event is listed
+    /// under it) — for a new event only.
+    static func keyWrites(_ event: NewEvent, eventId: Int64) -> [StoreWrite] {
+        event.orderedKeys.flatMap { key in
+            [StoreWrite(insertEventKey, keyValues(key) + [.integer(eventId)])]
+                + subscriptionWrites(key, copies: event.copies, receivedAt: event.receivedAt)
+        }
+    }
+
+    /// The writes that link an event's customers, new event or replay.
+    static func linkWrites(_ event: NewEvent) -> [StoreWrite] {
+        event.orderedLinks.map { link in
+            StoreWrite(insertLink, [.text(link.customerId)] + keyValues(link.key) + [.integer(event.receivedAt)])
+        }
+    }
+
+    static let keysOfCustomer = StoreStatement(
+        """
+        SELECT original_transaction_id, bundle_id, environment FROM customer_subscriptions WHERE customer_id = ?
+        """, columns: [.text, .text, .text])
+
+    static let keysOfOriginalTransactionId = StoreStatement(
+        """
+        SELECT original_transaction_id, bundle_id, environment FROM subscriptions WHERE original_transaction_id = ?
+        """, columns: [.text, .text, .text])
+
+    /// The keys of rows of ``keysOfCustomer`` or ``keysOfOriginalTransactionId``, in
+    /// ``SubscriptionKey``'s order (the byte order of UTF-8, whatever the database's collation).
+    static func keys(_ rows: [[StoreValue]]) -> [SubscriptionKey] {
+        rows.map { row in
+            SubscriptionKey(bundleId: row[1].text ?? "", environment: row[2].text ?? "", originalTransactionId: row[0].text ?? "")
+        }.sorted()
+    }
+}
+
+/// What a store does next for a ``RowSteps``.
+enum RowStep<Result> {
+    /// Run this query and hand its rows to the next call.
+    case fetch(StoreStatement, [StoreValue])
+    /// Finished.
+    case done(Result)
+}
+
+/// A piece of store logic decided once for both databases, as a sequence of reads: each store
+/// runs the queries it asks for (``SQLiteStore`` synchronously in GRDB's transaction,
+/// ``PostgresStore`` on its connection) until it is done.
+protocol RowSteps {
+    associatedtype Result
+    /// The next step, given the rows of the query the last step asked for (none at the first
+    /// call).
+    mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<Result>
+}
