@@ -173,6 +173,58 @@ struct StoreTests {
         }
     }
 
+    @Test("a state read from the rows that decide it is the ledger's, for histories with ties, upgrades, refunds and late copies",
+          arguments: Backend.available)
+    func rowsAgreeWithTheLedger(backend: Backend) async throws {
+        var random = SplitMix64(seed: 0x5245_4345_4950_5431)
+        try await backend.withDatabase { location, searchPath in
+            try await withStore(location, searchPath: searchPath) { store in
+                try await store.migrate()
+                for history in 0..<24 {
+                    let key = SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "h\(history)")
+                    // Few distinct dates, so that purchases, expiries and signed dates tie often.
+                    func instant() -> Int64 { Int64(random.next() % 12) * 1000 }
+                    var copies: [LedgerCopy] = []
+                    for _ in 0..<(2 + Int(random.next() % 20)) {
+                        let transactionId = String(random.next() % 10)
+                        // Every other history buys at one of three instants only: ties of
+                        // several transactions at the top of rule 2's order.
+                        let purchase = history.isMultiple(of: 2) ? Int64(random.next() % 3) * 1000 : instant()
+                        var members: [String] = [
+                            "\"key\":{\"bundleId\":\"b\",\"environment\":\"Sandbox\",\"originalTransactionId\":\"\(key.originalTransactionId)\"}",
+                            "\"transactionId\":\"\(transactionId)\"", "\"knownFrom\":\(instant())",
+                            "\"purchaseDate\":\(purchase)", "\"expiresDate\":\(purchase + Int64(random.next() % 2) * 1000)",
+                            "\"isUpgraded\":\(random.next() % 4 == 0)", "\"productType\":\"auto_renewable_subscription\"",
+                            "\"productId\":\"p\(random.next() % 2)\"",
+                        ]
+                        if random.next() % 5 == 0 { members.append("\"revocationDate\":\(instant())") }
+                        copies.append(try LedgerCopy(jsonBytes: Array("{\(members.joined(separator: ","))}".utf8), kind: .transaction))
+                    }
+                    for _ in 0..<Int(random.next() % 4) {
+                        let info = "{\"environment\":\"Sandbox\",\"originalTransactionId\":\"\(key.originalTransactionId)\","
+                            + "\"knownFrom\":\(instant()),\"renewalDate\":\(instant() + 1000),\"autoRenewStatus\":\(random.next() % 2),"
+                            + "\"isInBillingRetryPeriod\":\(random.next() % 2 == 0)}"
+                        copies.append(try LedgerCopy(jsonBytes: Array(info.utf8), kind: .renewalInfo))
+                    }
+                    var ledger = EntitlementLedger()
+                    for copy in copies { ledger.insert(copy) }
+                    // One event per copy, in a shuffled order, some twice.
+                    let order = copies.indices.map { ($0, random.next()) }.sorted { $0.1 < $1.1 }.map(\.0)
+                    for (position, index) in order.enumerated() {
+                        let first = event("h\(history)-\(position)", keys: [key], copies: [copies[index]])
+                        #expect(try await store.record(first))
+                        if random.next() % 3 == 0 {
+                            #expect(try await store.record(event("h\(history)-\(position)-again", keys: [key], copies: [copies[index]])))
+                        }
+                    }
+                    for at in stride(from: Int64(-1000), through: 14_000, by: 500).map(Timestamp.init(millisecondsSince1970:)) + [Self.later] {
+                        #expect(try await store.state(of: key, at: at) == ledger.state(for: key, at: at), "history \(history) at \(at)")
+                    }
+                }
+            }
+        }
+    }
+
     static func migrate(_ store: any EntitlementStore, through lastId: String?) async throws {
         switch store {
         case let store as SQLiteStore: try await store.migrate(through: lastId)
@@ -390,5 +442,22 @@ extension Backend {
             }
             return (headers, events)
         }
+    }
+}
+
+/// A small seeded generator (SplitMix64), so that a failing history can be found again.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
