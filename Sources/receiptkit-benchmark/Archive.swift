@@ -113,6 +113,66 @@ struct TransactionArchive {
         return count
     }
 
+    /// Writes the notifications of `keys` daily subscriptions' periods `first..<first + count`,
+    /// one webhook body per line, period by period (every key's period `n`, then every key's
+    /// `n + 1`), and returns how many it wrote: period 0 is a SUBSCRIBED (INITIAL_BUY)
+    /// notification, each later one a DID_RENEW, each with its own transaction, renewal info and
+    /// UUID. What a mature app receives: a renewal of a key with `first` periods behind it costs
+    /// the server what its history makes it cost.
+    func writeRenewals(to path: String, keys: Int, first: Int, count: Int) throws -> Int {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        // A daily product: 1,000 periods from 2024-01-02 end in 2026, inside the validity of the
+        // test PKI's leaf (2024–2026), which a JWS is verified at its signed date against. A
+        // month's period would not fit 240 renewals; the cost of a renewal depends on how many
+        // came before, not on their length.
+        let month: Int64 = 86_400_000
+        let start: Int64 = 1_704_153_600_000
+        let product = "com.receiptkit.example.premium.daily"
+        var chunk: [UInt8] = []
+        for period in first..<(first + count) {
+            for key in 0..<keys {
+                let original = 4_000_000_000_000_000 + Int64(key) * 100_000
+                let purchased = start + Int64(period) * month + Int64(key) * 1000
+                let token = String(format: "%08x-0000-4000-8000-%012x", key, key)
+                let uuid = String(format: "%08x-2222-4000-9000-%012x", key, period)
+                let transaction = """
+                    {"transactionId":"\(original + Int64(period))","originalTransactionId":"\(original)",\
+                    "webOrderLineItemId":"\(original + 50_000 + Int64(period))",\
+                    "bundleId":"com.receiptkit.example","productId":"\(product)",\
+                    "subscriptionGroupIdentifier":"21581234","purchaseDate":\(purchased),\
+                    "originalPurchaseDate":\(start + Int64(key) * 1000),"expiresDate":\(purchased + month),"quantity":1,\
+                    "type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED",\
+                    "signedDate":\(purchased),"environment":"Sandbox",\
+                    "transactionReason":"\(period == 0 ? "PURCHASE" : "RENEWAL")",\
+                    "storefront":"USA","storefrontId":"143441","price":9990,"currency":"USD",\
+                    "appAccountToken":"\(token)"}
+                    """
+                let renewal = """
+                    {"originalTransactionId":"\(original)","autoRenewProductId":"\(product)",\
+                    "productId":"\(product)","autoRenewStatus":1,"signedDate":\(purchased),\
+                    "environment":"Sandbox","renewalDate":\(purchased + month),"recentSubscriptionStartDate":\(start + Int64(key) * 1000)}
+                    """
+                let type = period == 0 ? "\"notificationType\":\"SUBSCRIBED\",\"subtype\":\"INITIAL_BUY\"" : "\"notificationType\":\"DID_RENEW\""
+                let notification = """
+                    {\(type),"notificationUUID":"\(uuid)",\
+                    "data":{"appAppleId":1234567890,"bundleId":"com.receiptkit.example","bundleVersion":"42",\
+                    "environment":"Sandbox","signedTransactionInfo":"\(try sign(transaction))",\
+                    "signedRenewalInfo":"\(try sign(renewal))","status":1},"version":"2.0","signedDate":\(purchased)}
+                    """
+                chunk.append(contentsOf: "{\"signedPayload\":\"\(try sign(notification))\"}".utf8)
+                chunk.append(0x0A)
+                if chunk.count > 1 << 20 {
+                    handle.write(Data(chunk))
+                    chunk.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+        handle.write(Data(chunk))
+        return keys * count
+    }
+
     /// A compact JWS over `payload` with a fresh ES256 signature.
     private func sign(_ payload: String) throws -> String {
         let input = header + "." + Self.base64URL(Array(payload.utf8))

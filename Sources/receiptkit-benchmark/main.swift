@@ -4,6 +4,7 @@
 //     swift run -c release receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--repetitions N]
 //         [--state-subscriptions N] [--state-renewals N] [--write-archive PATH] [--ocsp N] [--ocsp-only]
 //         [--notifications N] [--notifications-only] [--write-notifications PATH] [--write-notification-bodies PATH]
+//         [--write-renewal-bodies PATH [--renewal-keys N] [--renewal-first N] [--renewal-count N]]
 //
 // It runs `openssl speed ecdsap256 rsa2048` (single core), then the release `verify-receipt`
 // beside this executable over generated batches of the project's own test vectors, and prints
@@ -21,6 +22,9 @@
 // (the target) and as webhook bodies. `--notifications-only` runs just OpenSSL, the typical
 // transactions and the notifications; `--write-notifications PATH` (or
 // `--write-notification-bodies PATH`) writes the inputs and exits, for scripts/profile-notifications.sh.
+// `--write-renewal-bodies PATH` writes the webhook bodies of --renewal-keys daily subscriptions'
+// periods --renewal-first ..< + --renewal-count (a SUBSCRIBED, then DID_RENEWs) and exits, for
+// Server/scripts/benchmark.sh: the history that makes a subscription old, and its next renewals.
 //
 // Revocation: it issues a leaf whose AIA names a real `openssl ocsp` responder on loopback (a
 // throwaway CA under the test PKI's intermediate), and compares --revocation ocsp with
@@ -52,6 +56,12 @@ struct Options {
     /// with `--write-notification-bodies`) and exit.
     var notificationsPath: String?
     var notificationBodies = false
+    /// `--write-renewal-bodies PATH`: write the notifications of `renewalKeys` subscriptions'
+    /// periods `renewalFirst..<renewalFirst + renewalCount` there and exit.
+    var renewalsPath: String?
+    var renewalKeys = 200
+    var renewalFirst = 0
+    var renewalCount = 241
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -66,6 +76,10 @@ struct Options {
             }
             if argument == "--notifications-only" {
                 notificationsOnly = true
+                continue
+            }
+            if argument == "--write-renewal-bodies", let path = iterator.next() {
+                renewalsPath = path
                 continue
             }
             if argument == "--write-notifications" || argument == "--write-notification-bodies", let path = iterator.next() {
@@ -84,8 +98,11 @@ struct Options {
             case ("--repetitions", let value?) where value >= 1: repetitions = value
             case ("--ocsp", let value?) where value >= 1: ocspInputs = value
             case ("--notifications", let value?) where value >= 1: notifications = value
+            case ("--renewal-keys", let value?) where value >= 1: renewalKeys = value
+            case ("--renewal-first", let value?) where value >= 0: renewalFirst = value
+            case ("--renewal-count", let value?) where value >= 1 && value <= 1000: renewalCount = value
             default:
-                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--state-subscriptions N] [--state-renewals N] [--write-archive PATH] [--openssl-seconds N] [--repetitions N] [--ocsp N] [--ocsp-only] [--notifications N] [--notifications-only] [--write-notifications PATH] [--write-notification-bodies PATH]\n".utf8))
+                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--state-subscriptions N] [--state-renewals N] [--write-archive PATH] [--openssl-seconds N] [--repetitions N] [--ocsp N] [--ocsp-only] [--notifications N] [--notifications-only] [--write-notifications PATH] [--write-notification-bodies PATH] [--write-renewal-bodies PATH [--renewal-keys N] [--renewal-first N] [--renewal-count N]]\n".utf8))
                 exit(64)
             }
         }
@@ -171,11 +188,6 @@ func text(_ path: String) throws -> String {
 
 let options = Options(CommandLine.arguments)
 let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-let verifyReceipt = binDirectory.appendingPathComponent("verify-receipt").path
-guard FileManager.default.isExecutableFile(atPath: verifyReceipt) else {
-    FileHandle.standardError.write(Data("no verify-receipt beside \(CommandLine.arguments[0]): swift build -c release first\n".utf8))
-    exit(66)
-}
 let root = FileManager.default.currentDirectoryPath
 if let archivePath = options.archivePath {
     let count = try TransactionArchive(pki: "\(root)/TestVectors/pki")
@@ -183,11 +195,26 @@ if let archivePath = options.archivePath {
     print("wrote \(count) distinct transactions to \(archivePath)")
     exit(0)
 }
+if let renewalsPath = options.renewalsPath {
+    guard options.renewalFirst + options.renewalCount <= 1000 else {
+        FileHandle.standardError.write(Data("receiptkit-benchmark: a subscription has at most 1,000 periods here\n".utf8))
+        exit(64)
+    }
+    let count = try TransactionArchive(pki: "\(root)/TestVectors/pki").writeRenewals(
+        to: renewalsPath, keys: options.renewalKeys, first: options.renewalFirst, count: options.renewalCount)
+    print("wrote \(count) notifications of \(options.renewalKeys) subscriptions' periods \(options.renewalFirst)..<\(options.renewalFirst + options.renewalCount) to \(renewalsPath)")
+    exit(0)
+}
 if let notificationsPath = options.notificationsPath {
     let count = try TransactionArchive(pki: "\(root)/TestVectors/pki")
         .writeNotifications(to: notificationsPath, count: options.notifications, bodies: options.notificationBodies)
     print("wrote \(count) distinct notifications to \(notificationsPath)")
     exit(0)
+}
+let verifyReceipt = binDirectory.appendingPathComponent("verify-receipt").path
+guard FileManager.default.isExecutableFile(atPath: verifyReceipt) else {
+    FileHandle.standardError.write(Data("no verify-receipt beside \(CommandLine.arguments[0]): swift build -c release first\n".utf8))
+    exit(66)
 }
 let cores = ProcessInfo.processInfo.activeProcessorCount
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-benchmark-\(getpid())")
