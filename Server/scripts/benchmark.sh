@@ -1,50 +1,59 @@
 #!/usr/bin/env bash
-# Webhook benchmark (issue 15): wrk on loopback posts distinct genuine notifications to
-# receiptkit-server on one core (taskset), and verify-receipt verifies the same notifications on
-# one core (--jobs 1); prints both rates, their ratio, and wrk's latency at half the server's
-# rate. Debian's wrk has no -R, and a wrk script's delay() pauses each connection *after* its
-# answer, so a connection's cycle is latency + pause: the pause is computed as
-# connections / target rate - mean latency, the latency measured at that load by a short
-# calibration run (twice), and the run reports the rate it achieved and its ratio to the
-# saturated rate. Every run posts notifications no earlier run posted (no replays). Not part of
-# `swift test`.
-# Needs wrk (Debian), python3-cryptography and taskset; RECEIPTKIT_DATABASE_URL=postgres://… to
-# measure on PostgreSQL instead of a new SQLite file.
-# Usage: Server/scripts/benchmark.sh [COUNT] [SECONDS]   (default 100000 notifications, 10 s)
-# The runs post about twice the saturated rate × SECONDS (saturated, two calibrations, half load):
-# 100,000 covers 10 s runs up to about 4,500 requests/s.
+# receiptkit-server under what production sends. wrk on loopback (core 0) posts genuine
+# notifications, signed under the test PKI by receiptkit-benchmark, to the release server on one
+# core (core 1):
+#   - fresh: first purchases (SUBSCRIBED) of new subscriptions;
+#   - aged: renewals (DID_RENEW) of subscriptions that already have HISTORY renewals behind them,
+#     stored first through the server itself (not measured);
+# each at saturation (128 connections) and at 4 (a webhook's real concurrency), every run posting
+# notifications no earlier run posted. For each it prints the rate by wall clock and per server
+# CPU-second (user + system, from /proc), and verify-receipt --jobs 1's rate on the same bodies on
+# the same core; then the ratios the targets name and whether each is met:
+#   - aged ÷ fresh, per server CPU-second, at both concurrencies: ≥ 0.8;
+#   - server per CPU-second ÷ verify-receipt --jobs 1, fresh, at both concurrencies: ≥ 0.5;
+#   - GET /v1/subscriptions/{id}?as_of=… (an instant inside an aged key's history): p99 < 5 ms.
+# Not part of `swift test`. Needs wrk (Debian) and taskset. RECEIPTKIT_DATABASE_URL=postgres://…
+# (an empty database) runs it on PostgreSQL instead of a new SQLite file.
+# Usage: Server/scripts/benchmark.sh [SECONDS]   (default 10 s a run)
+# Environment: KEYS (aged subscriptions, default 200), HISTORY (renewals behind each, default 240).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-COUNT="${1:-100000}"
-SECONDS_PER_RUN="${2:-10}"
+SECONDS_PER_RUN="${1:-10}"
+KEYS="${KEYS:-200}"
+HISTORY="${HISTORY:-240}"
+# Enough for four runs at up to about 3,000 notifications/s each.
+RENEWALS_PER_KEY=$(( (3000 * SECONDS_PER_RUN * 2 + 129 * 2) / KEYS + 1 ))
+FRESH=$(( 3000 * SECONDS_PER_RUN * 2 + 129 * 2 ))
 WORK="$(mktemp -d /tmp/receiptkit-bench.XXXXXX)"
 SERVER_PID=""
-cleanup() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null; rm -rf "$WORK"; }
+cleanup() { if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; fi; rm -rf "$WORK"; }
 trap cleanup EXIT
+command -v wrk >/dev/null || { echo "benchmark.sh: needs wrk (apt-get install wrk)" >&2; exit 1; }
+[ $((HISTORY + 1 + RENEWALS_PER_KEY)) -le 1000 ] || { echo "benchmark.sh: HISTORY + renewals exceed 1,000 periods" >&2; exit 1; }
 
 (cd Server && swift build -c release --product receiptkit-server)
-swift build -c release --product verify-receipt
+swift build -c release --product verify-receipt --product receiptkit-benchmark
 SERVER="$(cd Server && swift build -c release --show-bin-path)/receiptkit-server"
-VERIFY="$(swift build -c release --show-bin-path)/verify-receipt"
+BIN="$(swift build -c release --show-bin-path)"
 
-python3 Server/scripts/make_notifications.py "$COUNT" "$WORK/bodies.jsonl"
-# The bodies file is hundreds of MB: flush it now, or the kernel writes it back 30 s later
-# (vm.dirty_expire_centisecs), in the middle of the server's runs, and the device that is busy
-# with it delays the server's commits (fsync) — a tail that is the script's, not the server's.
+"$BIN/receiptkit-benchmark" --write-notification-bodies "$WORK/fresh.jsonl" --notifications "$FRESH"
+"$BIN/receiptkit-benchmark" --write-renewal-bodies "$WORK/history.jsonl" --renewal-keys "$KEYS" --renewal-first 0 \
+    --renewal-count $((HISTORY + 1))
+"$BIN/receiptkit-benchmark" --write-renewal-bodies "$WORK/aged.jsonl" --renewal-keys "$KEYS" \
+    --renewal-first $((HISTORY + 1)) --renewal-count "$RENEWALS_PER_KEY"
+# The files are hundreds of MB: written back now, not in the middle of a run.
 sync
 
-# verify-receipt's single-core rate on the same bodies (one input per line), on the core the
-# server gets. Measured just before the server's saturated run and again just after it: this
-# machine's speed drifts, and the ratio uses the mean of the two.
+# verify-receipt's single-core rate on the first 10,000 bodies of a file, on the server's core.
 cli_rate() {
+    head -n 10000 "$1" > "$WORK/cli.jsonl"
     local start end
     start=$(date +%s.%N)
-    taskset -c 1 "$VERIFY" --root TestVectors/pki/root.der --bundle-id com.receiptkit.example --environment Sandbox \
-        --jobs 1 "$WORK/bodies.jsonl" > /dev/null
+    taskset -c 1 "$BIN/verify-receipt" --root TestVectors/pki/root.der --bundle-id com.receiptkit.example \
+        --environment Sandbox --jobs 1 "$WORK/cli.jsonl" > /dev/null
     end=$(date +%s.%N)
-    python3 -c "print(round($COUNT / ($end - $start)))"
+    python3 -c "print(round($(wc -l < "$WORK/cli.jsonl") / ($end - $start)))"
 }
-CLI_RATE_BEFORE=$(cli_rate)
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 RECEIPTKIT_BUNDLE_ID=com.receiptkit.example RECEIPTKIT_APP_APPLE_ID=1234567890 RECEIPTKIT_ENVIRONMENT=Sandbox \
@@ -53,82 +62,121 @@ PORT=$PORT LOG_LEVEL=warning taskset -c 1 "$SERVER" &
 SERVER_PID=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
 
-cat > "$WORK/post.lua" <<LUA
+# post.lua: posts BODIES from line FIRST on; with STOP_AFTER, each connection's thread stops once
+# that many answers came back (wrk has no request count of its own).
+cat > "$WORK/post.lua" <<'LUA'
 local bodies = {}
-for line in io.lines("$WORK/bodies.jsonl") do bodies[#bodies + 1] = line end
+for line in io.lines(os.getenv("BODIES")) do bodies[#bodies + 1] = line end
 local counter = tonumber(os.getenv("FIRST") or "0")
-local pause = tonumber(os.getenv("PAUSE_MS") or "0")
-if pause > 0 then delay = function() return pause end end
+local stopAfter = tonumber(os.getenv("STOP_AFTER") or "0")
+local answered = 0
 request = function()
   counter = counter + 1
   local body = bodies[(counter - 1) % #bodies + 1]
   return wrk.format("POST", "/appstore/notifications", {["Content-Type"] = "application/json"}, body)
 end
+response = function(status, headers, body)
+  answered = answered + 1
+  if stopAfter > 0 and answered >= stopAfter then wrk.thread:stop() end
+end
 LUA
-# Saturated: enough connections that the server's core has work while a batch's commit waits
-# for fsync (with 16 it sat idle 8% of the time, with 32 still 5-7%). Half load: the 16 of the
-# earlier runs, each pausing between requests.
-SATURATING_CONNECTIONS=128
-HALF_LOAD_CONNECTIONS=16
-CONNECTIONS=$SATURATING_CONNECTIONS
-NEXT=0  # the first body the next run posts: each run posts bodies no earlier run posted
-# run_wrk PAUSE_MS SECONDS OUTPUT: wrk on core 0, each connection pausing PAUSE_MS after each answer.
-run_wrk() {
-    FIRST=$NEXT PAUSE_MS=$1 taskset -c 0 wrk -t1 -c$CONNECTIONS -d"$2s" --latency -s "$WORK/post.lua" \
-        "http://127.0.0.1:$PORT" > "$3"
+non_2xx() { awk '/Non-2xx/ {print $5; found=1} END {if (!found) print 0}' "$1"; }
+
+# The aged keys' history, through the server, at saturation.
+BODIES="$WORK/history.jsonl" STOP_AFTER=$(wc -l < "$WORK/history.jsonl") taskset -c 0 \
+    wrk -t1 -c128 -d3600s -s "$WORK/post.lua" "http://127.0.0.1:$PORT" > "$WORK/history.txt"
+[ "$(non_2xx "$WORK/history.txt")" = 0 ] || { cat "$WORK/history.txt"; echo "benchmark.sh: storing the history failed" >&2; exit 1; }
+echo "stored $KEYS subscriptions with $HISTORY renewals each: $(awk '/Requests\/sec/ {print $2}' "$WORK/history.txt")/s"
+
+declare -A NEXT=([fresh]=0 [aged]=0)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
+# measure KIND CONNECTIONS: one run; sets RATE (wall) and PER_CPU (per server CPU-second).
+measure() {
+    local kind=$1 connections=$2 out="$WORK/$1-$2.txt" before after requests
+    before=$(cpu_ticks)
+    BODIES="$WORK/$kind.jsonl" FIRST=${NEXT[$kind]} taskset -c 0 wrk -t1 -c"$connections" -d"${SECONDS_PER_RUN}s" \
+        --latency -s "$WORK/post.lua" "http://127.0.0.1:$PORT" > "$out"
+    after=$(cpu_ticks)
+    requests=$(awk '/requests in/ {print $1}' "$out")
+    [ "$(non_2xx "$out")" = 0 ] || { cat "$out"; echo "benchmark.sh: the $kind run had errors" >&2; exit 1; }
     # Requests still in flight when wrk stopped were sent but not counted: skip one per connection.
-    NEXT=$((NEXT + $(awk '/requests in/ {print $1}' "$3") + CONNECTIONS))
-    [ "$NEXT" -lt "$COUNT" ] || { echo "benchmark.sh: $COUNT notifications are too few for these runs" >&2; exit 1; }
-}
-rate_of() { awk '/Requests\/sec/ {print $2}' "$1"; }
-# wrk's mean latency in milliseconds ("Latency 12.34ms …" in its thread stats).
-mean_latency_ms() {
-    awk '$1 == "Latency" {v = $2; u = v; gsub(/[0-9.]/, "", u); gsub(/[a-z]/, "", v);
-        print (u == "us" ? v / 1000 : u == "s" ? v * 1000 : v); exit}' "$1"
+    NEXT[$kind]=$(( ${NEXT[$kind]} + requests + connections ))
+    [ "${NEXT[$kind]}" -lt "$(wc -l < "$WORK/$kind.jsonl")" ] || { echo "benchmark.sh: too few $kind notifications" >&2; exit 1; }
+    RATE=$(awk '/Requests\/sec/ {print $2}' "$out")
+    PER_CPU=$(python3 -c "print(round($requests * $(getconf CLK_TCK) / max(1, $after - $before)))")
+    P99=$(awk '$1 == "99%" {print $2}' "$out")
 }
 
-# Saturated: the server's rate on one core, and the CPU time it used (user + system, from
-# /proc), so that its rate per CPU-second can be compared too.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
-TICKS_BEFORE=$(cpu_ticks)
-run_wrk 0 "$SECONDS_PER_RUN" "$WORK/full.txt"
-TICKS_AFTER=$(cpu_ticks)
-cat "$WORK/full.txt"
-SERVER_RATE=$(rate_of "$WORK/full.txt")
-SERVER_CPU_SECONDS=$(python3 -c "print(($TICKS_AFTER - $TICKS_BEFORE) / $(getconf CLK_TCK))")
-PER_CPU_SECOND=$(python3 -c "print(round($(awk '/requests in/ {print $1}' "$WORK/full.txt") / $SERVER_CPU_SECONDS))")
-# verify-receipt again right after the saturated run, so the two rates compared are measured
-# within half a minute of each other.
-CLI_RATE_AFTER=$(cli_rate)
-TARGET=$(python3 -c "print($SERVER_RATE / 2)")
-# Half that load. A connection's cycle is its answer's latency plus the pause, so the pause is
-# connections / target - latency; the latency at the target load is not known before running at
-# it, so start from the saturated one and correct twice from short calibration runs.
-CONNECTIONS=$HALF_LOAD_CONNECTIONS
-LATENCY=$(mean_latency_ms "$WORK/full.txt")
-CALIBRATION_SECONDS=$(( SECONDS_PER_RUN / 3 > 2 ? SECONDS_PER_RUN / 3 : 2 ))
-for step in 1 2; do
-    PAUSE=$(python3 -c "print(max(1, round($CONNECTIONS * 1000 / $TARGET - $LATENCY)))")
-    run_wrk "$PAUSE" "$CALIBRATION_SECONDS" "$WORK/calibration-$step.txt"
-    RATE=$(rate_of "$WORK/calibration-$step.txt")
-    # The latency that run really had: its cycle (connections / rate) less the pause.
-    LATENCY=$(python3 -c "print(max(0.0, $CONNECTIONS * 1000 / $RATE - $PAUSE))")
-    echo "calibration $step: pause $PAUSE ms -> $RATE/s (target $TARGET/s; latency at that load ${LATENCY} ms)"
+CLI_FRESH_BEFORE=$(cli_rate "$WORK/fresh.jsonl")
+CLI_AGED_BEFORE=$(cli_rate "$WORK/aged.jsonl")
+declare -A RATES PER_CPUS P99S
+for connections in 128 4; do
+    for kind in fresh aged; do
+        measure "$kind" "$connections"
+        RATES[$kind-$connections]=$RATE
+        PER_CPUS[$kind-$connections]=$PER_CPU
+        P99S[$kind-$connections]=$P99
+    done
 done
-PAUSE=$(python3 -c "print(max(1, round($CONNECTIONS * 1000 / $TARGET - $LATENCY)))")
-run_wrk "$PAUSE" "$SECONDS_PER_RUN" "$WORK/half.txt"
-cat "$WORK/half.txt"
-HALF_RATE=$(rate_of "$WORK/half.txt")
-CLI_RATE=$(( (CLI_RATE_BEFORE + CLI_RATE_AFTER) / 2 ))
-# This machine's speed can change within a run (a shared host): say so when the two
-# measurements of verify-receipt disagree by more than 10%, for the ratio is then not to be trusted.
-python3 -c "import sys; a, b = $CLI_RATE_BEFORE, $CLI_RATE_AFTER; sys.exit(0 if abs(a - b) <= 0.1 * max(a, b) else 1)" ||
-    echo "benchmark.sh: WARNING: verify-receipt ran at $CLI_RATE_BEFORE/s before and $CLI_RATE_AFTER/s after the server: the machine's speed changed during the run, so the ratio is not reliable; run it again" >&2
-echo "verify-receipt --jobs 1: $CLI_RATE notifications/s ($CLI_RATE_BEFORE before, $CLI_RATE_AFTER after);" \
-    "server on one core: $SERVER_RATE/s;" \
-    "ratio $(python3 -c "print(round($SERVER_RATE / $CLI_RATE, 2))");" \
-    "server CPU ${SERVER_CPU_SECONDS} s in ${SECONDS_PER_RUN} s: $PER_CPU_SECOND requests per CPU-second," \
-    "ratio $(python3 -c "print(round($PER_CPU_SECOND / $CLI_RATE, 2))");" \
-    "half load (pause $PAUSE ms): $HALF_RATE/s, $(python3 -c "print(round($HALF_RATE / $SERVER_RATE, 2))") of saturated;" \
-    "p50 $(awk '$1 == "50%" {print $2}' "$WORK/half.txt"), p99 $(awk '$1 == "99%" {print $2}' "$WORK/half.txt");" \
-    "saturated p50 $(awk '$1 == "50%" {print $2}' "$WORK/full.txt"), p99 $(awk '$1 == "99%" {print $2}' "$WORK/full.txt")"
+CLI_FRESH_AFTER=$(cli_rate "$WORK/fresh.jsonl")
+CLI_AGED_AFTER=$(cli_rate "$WORK/aged.jsonl")
+CLI_FRESH=$(( (CLI_FRESH_BEFORE + CLI_FRESH_AFTER) / 2 ))
+CLI_AGED=$(( (CLI_AGED_BEFORE + CLI_AGED_AFTER) / 2 ))
+python3 -c "import sys; a, b = $CLI_FRESH_BEFORE, $CLI_FRESH_AFTER; sys.exit(0 if abs(a - b) <= 0.1 * max(a, b) else 1)" ||
+    echo "benchmark.sh: WARNING: verify-receipt ran at $CLI_FRESH_BEFORE/s before and $CLI_FRESH_AFTER/s after: the machine's speed changed during the run; run it again" >&2
+
+# GET …?as_of= an instant in the middle of an aged key's history: every copy known then is read.
+MIDDLE=$(python3 -c "import datetime; print((datetime.datetime(2024, 1, 2, tzinfo=datetime.timezone.utc) + datetime.timedelta(days=$HISTORY // 2, hours=12)).strftime('%Y-%m-%dT%H:%M:%SZ'))")
+cat > "$WORK/as_of.lua" <<LUA
+local counter = 0
+request = function()
+  counter = counter + 1
+  return wrk.format("GET", "/v1/subscriptions/" .. (4000000000000000 + (counter % $KEYS) * 100000) .. "?as_of=$MIDDLE")
+end
+LUA
+taskset -c 0 wrk -t1 -c1 -d"${SECONDS_PER_RUN}s" --latency -s "$WORK/as_of.lua" "http://127.0.0.1:$PORT" > "$WORK/as_of.txt"
+[ "$(non_2xx "$WORK/as_of.txt")" = 0 ] || { cat "$WORK/as_of.txt"; echo "benchmark.sh: as_of queries failed" >&2; exit 1; }
+AS_OF_P50=$(awk '$1 == "50%" {print $2}' "$WORK/as_of.txt")
+AS_OF_P99=$(awk '$1 == "99%" {print $2}' "$WORK/as_of.txt")
+
+python3 - "$CLI_FRESH" "$CLI_AGED" "$AS_OF_P50" "$AS_OF_P99" "$KEYS" "$HISTORY" "$SECONDS_PER_RUN" \
+    "${RATES[fresh-128]}" "${PER_CPUS[fresh-128]}" "${P99S[fresh-128]}" "${RATES[aged-128]}" "${PER_CPUS[aged-128]}" "${P99S[aged-128]}" \
+    "${RATES[fresh-4]}" "${PER_CPUS[fresh-4]}" "${P99S[fresh-4]}" "${RATES[aged-4]}" "${PER_CPUS[aged-4]}" "${P99S[aged-4]}" <<'PY'
+import sys
+a = sys.argv[1:]
+cli_fresh, cli_aged = float(a[0]), float(a[1])
+def ms(text):
+    for unit, scale in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * scale
+    raise SystemExit(f"benchmark.sh: cannot read latency {text!r}")
+as_of_p50, as_of_p99 = ms(a[2]), ms(a[3])
+keys, history, seconds = a[4], a[5], a[6]
+runs = {}
+for index, name in enumerate(["fresh-128", "aged-128", "fresh-4", "aged-4"]):
+    rate, per_cpu, p99 = a[7 + 3 * index : 10 + 3 * index]
+    runs[name] = (float(rate), float(per_cpu), ms(p99))
+print(f"\nverify-receipt --jobs 1: fresh {cli_fresh:.0f}/s, aged {cli_aged:.0f}/s (one core)")
+print(f"server on one core, {seconds} s a run; aged = renewals of {keys} subscriptions with {history} renewals behind each:")
+print("  run        rate/s  per CPU-s  p99 ms  per CPU-s ÷ verify-receipt")
+for name, (rate, per_cpu, p99) in runs.items():
+    cli = cli_fresh if name.startswith("fresh") else cli_aged
+    print(f"  {name:9} {rate:7.0f}  {per_cpu:9.0f}  {p99:6.1f}  {per_cpu / cli:.2f}")
+checks = []
+for connections in ("128", "4"):
+    fresh, aged = runs[f"fresh-{connections}"], runs[f"aged-{connections}"]
+    checks.append((f"aged ÷ fresh per CPU-second, {connections} connections", aged[1] / fresh[1], 0.8))
+    checks.append((f"aged ÷ fresh by wall clock, {connections} connections", aged[0] / fresh[0], None))
+    checks.append((f"server per CPU-second ÷ verify-receipt, fresh, {connections} connections", fresh[1] / cli_fresh, 0.5))
+    checks.append((f"server by wall clock ÷ verify-receipt, fresh, {connections} connections", fresh[0] / cli_fresh, None))
+print(f"  as_of (GET /v1/subscriptions/{{id}}?as_of=…, {history // 2} renewals known): p50 {as_of_p50:.2f} ms, p99 {as_of_p99:.2f} ms")
+failed = False
+for label, value, target in checks:
+    verdict = "" if target is None else ("  target ≥ %.1f: met" % target if value >= target else "  target ≥ %.1f: NOT MET" % target)
+    failed |= target is not None and value < target
+    print(f"{label}: {value:.2f}{verdict}")
+met = as_of_p99 < 5
+failed |= not met
+print(f"as_of p99 {as_of_p99:.2f} ms  target < 5 ms: {'met' if met else 'NOT MET'}")
+sys.exit(1 if failed else 0)
+PY

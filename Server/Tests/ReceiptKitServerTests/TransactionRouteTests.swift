@@ -59,6 +59,62 @@ struct TransactionRouteTests {
         }
     }
 
+    @Test("customer ids with @, /, space, %, + and non-ASCII round-trip through the path, percent-encoded",
+          arguments: Backend.available)
+    func encodedIds(backend: Backend) async throws {
+        let ids = ["jane@example.com", "team/alpha", "Jane Doe", "100%", "a+b", "Zoë 日本"]
+        try await TestServer.run(backend, now: Date(timeIntervalSince1970: Double(t0 + day) / 1000)) { server in
+            for (index, id) in ids.enumerated() {
+                let jws = try payloads.transaction(
+                    id: "86\(index)", original: "86\(index)", purchase: t0, expires: t0 + 30 * day, signed: t0)
+                let stored = try await server.post("/v1/transactions", try body(["signed_transaction": jws, "customer_id": id]))
+                #expect(stored.status == .ok, "\(stored.text)")
+                // As encodeURIComponent writes it: every byte but A–Z a–z 0–9 - _ . ! ~ * ' ( ) escaped.
+                let encoded = try #require(id.addingPercentEncoding(withAllowedCharacters: .init(charactersIn:
+                    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.!~*'()")))
+                let answer = try await server.get("/v1/customers/\(encoded)/entitlements")
+                #expect(answer.status == .ok, "\(id): \(answer.text)")
+                let json = try answer.json()
+                #expect(json["customer_id"] as? String == id)
+                #expect(json["entitled"] as? Bool == true, "\(id): \(answer.text)")
+                #expect((json["subscriptions"] as? [[String: Any]])?.map { $0["original_transaction_id"] as? String } == ["86\(index)"])
+            }
+            // The original transaction id is decoded too.
+            let subscription = try await server.get("/v1/subscriptions/%38%36%30")
+            #expect(try subscription.json()["original_transaction_id"] as? String == "860")
+            // A % that starts no escape is named, not guessed at.
+            try await server.get("/v1/customers/100%/entitlements").expectError(.badRequest, "invalid_request")
+            try await server.get("/v1/customers/%FF%FE/entitlements").expectError(.badRequest, "invalid_request")
+        }
+    }
+
+    @Test("the README's Node example finds a customer whose id is an email", arguments: Backend.available)
+    func readmeNodeExample(backend: Backend) async throws {
+        guard let node = Tools.path(of: "node") else {
+            try Tools.missing("node (Node.js 18 or later), to run the README's Node example")
+            return
+        }
+        let readme = try String(contentsOf: Vectors.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        // The first ```js block after "From a Node backend".
+        let after = try #require(readme.range(of: "From a Node backend"), "the README has no Node example")
+        let start = try #require(readme.range(of: "```js\n", range: after.upperBound..<readme.endIndex))
+        let end = try #require(readme.range(of: "```", range: start.upperBound..<readme.endIndex))
+        let example = String(readme[start.upperBound..<end.lowerBound])
+        let jws = try payloads.transaction(id: "8700", original: "8700", purchase: t0, expires: t0 + 30 * day, signed: t0)
+        try await TestServer.run(backend, now: Date(timeIntervalSince1970: Double(t0 + day) / 1000)) { server in
+            let stored = try await server.post("/v1/transactions", try body(["signed_transaction": jws, "customer_id": "jane@example.com"]))
+            #expect(stored.status == .ok, "\(stored.text)")
+            let port = try #require(server.client.port)
+            let script = "(async () => { const userId = process.argv[1];\n"
+                + example.replacingOccurrences(of: "http://127.0.0.1:8080", with: "http://127.0.0.1:\(port)")
+                + "\nconsole.log(JSON.stringify({ status: response.status, premium })); })()"
+            let output = try await Tools.run(node, ["-e", script, "jane@example.com"],
+                                             environment: ["RECEIPTKIT_API_TOKEN": testToken])
+            #expect(output.status == 0, "\(output.text)")
+            #expect(output.text.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"status":200,"premium":true}"#, "\(output.text)")
+        }
+    }
+
     @Test("a legacy receipt's purchases are stored and linked", arguments: Backend.available)
     func receipt(backend: Backend) async throws {
         let request = try JSONSerialization.jsonObject(with: Data(try Vectors.bytes("receipts/receipt-request-body.json")))

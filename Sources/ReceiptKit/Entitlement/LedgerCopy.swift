@@ -229,6 +229,37 @@ extension EntitlementLedger {
         return copy(of: transaction, knownFrom: knownFrom, revokedAt: revokedAt)
     }
 
+    /// The copy of a stored record's renewal info, dated as ``copies(of:)`` dates it (its
+    /// `signedDate`, else the notification's): for a caller that holds the record's members
+    /// rather than the record.
+    ///
+    /// - Parameters:
+    ///   - originalTransactionId: The renewal info's original transaction id.
+    ///   - environment: Its environment as Apple writes it (empty when absent).
+    ///   - signedDate: Its `signedDate`.
+    ///   - notificationSignedDate: The notification's `signedDate`, when it came in one.
+    ///   - renewalDate: `renewalDate`.
+    ///   - gracePeriodExpiresDate: `gracePeriodExpiresDate`.
+    ///   - autoRenewStatus: `autoRenewStatus` (0 off, 1 on).
+    ///   - expirationIntent: `expirationIntent`.
+    ///   - isInBillingRetryPeriod: `isInBillingRetryPeriod`.
+    ///   - productId: `productId`.
+    ///   - autoRenewProductId: `autoRenewProductId`.
+    ///   - appAccountToken: `appAccountToken`.
+    /// - Returns: The copy.
+    public static func renewalInfoCopy(
+        originalTransactionId: String, environment: String, signedDate: Timestamp?, notificationSignedDate: Timestamp?,
+        renewalDate: Timestamp?, gracePeriodExpiresDate: Timestamp?, autoRenewStatus: Int32?, expirationIntent: Int32?,
+        isInBillingRetryPeriod: Bool, productId: String?, autoRenewProductId: String?, appAccountToken: String?
+    ) -> LedgerCopy {
+        LedgerCopy(LedgerRenewalInfo(
+            knownFrom: signedDate ?? notificationSignedDate ?? knownSinceAlways, gracePeriodExpiresDate: gracePeriodExpiresDate,
+            renewalDate: renewalDate, autoRenewStatus: autoRenewStatus, expirationIntent: expirationIntent,
+            isInBillingRetryPeriod: isInBillingRetryPeriod,
+            traits: RenewalTraits(productId: productId, autoRenewProductId: autoRenewProductId, appAccountToken: appAccountToken)),
+            under: RenewalKey(environment: environment, originalTransactionId: originalTransactionId))
+    }
+
     private static func copy(of transaction: NormalizedTransaction, knownFrom: Timestamp, revokedAt: Timestamp?) -> LedgerCopy? {
         guard let id = transaction.transactionId, let key = SubscriptionKey(transaction) else { return nil }
         let traits = TransactionTraits(

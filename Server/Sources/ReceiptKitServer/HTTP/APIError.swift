@@ -37,13 +37,12 @@ public struct APIError: Error, Sendable {
 
     /// The response: the status and the error object.
     func response() -> Response {
-        var writer = JSONText()
-        writer.raw("{\"error\":{\"code\":")
-        writer.string(code)
-        writer.raw(",\"message\":")
-        writer.string(message)
-        writer.raw("}}")
-        return Response.json(writer.text, status: status)
+        var error = JSONObjectText()
+        error.member("code", code)
+        error.member("message", message)
+        var body = JSONObjectText()
+        body.member("error", json: error.text)
+        return Response.json(body.text, status: status)
     }
 }
 
@@ -54,36 +53,5 @@ extension Response {
             status: status,
             headers: [.contentType: "application/json"],
             body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
-    }
-}
-
-/// Builds JSON text from pieces, some already JSON (records and states as ReceiptKit writes
-/// them), some to escape.
-struct JSONText {
-    private(set) var text = ""
-
-    mutating func raw(_ json: String) {
-        text += json
-    }
-
-    mutating func string(_ value: String) {
-        text += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case _ where scalar.value < 0x20:
-                text += String(format: "\\u%04x", scalar.value)
-            default: text.unicodeScalars.append(scalar)
-            }
-        }
-        text += "\""
-    }
-
-    mutating func optionalString(_ value: String?) {
-        if let value { string(value) } else { raw("null") }
     }
 }

@@ -4,6 +4,8 @@ import ReceiptKit
 
 /// The read side, from stored state only (no verification):
 ///
+/// Path parameters are percent-decoded once (``RouteEnvironment/pathParameter(_:in:)``).
+///
 /// - `GET /v1/customers/{customer_id}/entitlements[?as_of=ISO8601]`:
 ///   `{"customer_id", "as_of", "entitled", "subscriptions": [state, …]}`, each state exactly as
 ///   `verify-receipt --state` writes it; `entitled` is true when any of them is. A customer
@@ -15,12 +17,12 @@ struct EntitlementController {
 
     func add(to group: RouterGroup<ServerRequestContext>) {
         group.get("customers/{customer_id}/entitlements") { request, context in
-            let customerId = try context.parameters.require("customer_id")
+            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
             let instant = try environment.instant(request)
-            return Response.json(try await environment.entitlementsJSON(customerId: customerId, at: instant))
+            return Response.json(try await environment.entitlementsJSON(customerId: customerId, at: instant).text)
         }
         group.get("subscriptions/{original_transaction_id}") { request, context in
-            let id = try context.parameters.require("original_transaction_id")
+            let id = try RouteEnvironment.pathParameter("original_transaction_id", in: context)
             let instant = try environment.instant(request)
             let store = environment.store
             if let state = try await environment.read({ try await store.states(originalTransactionId: id, at: instant) }).first {

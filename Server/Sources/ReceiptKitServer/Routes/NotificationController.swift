@@ -41,12 +41,11 @@ struct NotificationController {
             for: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: environment.now)
         let isNew = try await environment.store(event, context: context)
         environment.metrics.notification(type: type)
-        var json = JSONText()
-        json.raw("{\"stored\":true,\"duplicate\":\(!isNew),\"notification_uuid\":")
-        json.optionalString(record.notification?.notificationUUID)
-        json.raw(",\"record\":")
-        json.raw(event.record)
-        json.raw("}")
+        var json = JSONObjectText()
+        json.member("stored", true)
+        json.member("duplicate", !isNew)
+        json.member("notification_uuid", record.notification?.notificationUUID)
+        json.member("record", json: event.record)
         return .json(json.text)
     }
 

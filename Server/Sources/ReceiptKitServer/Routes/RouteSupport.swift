@@ -98,6 +98,22 @@ struct RouteEnvironment: Sendable {
         }
     }
 
+    /// A path parameter, percent-decoded once as UTF-8: an id that a client encoded for the path
+    /// (`encodeURIComponent`, `urllib.parse.quote(id, safe="")`, `rawurlencode`) comes back as it
+    /// was stored — `jane%40example.com` is `jane@example.com`, `a%2Fb` is `a/b`, `%25` is `%`.
+    /// A `%` not followed by two hex digits, or bytes that are not UTF-8, are 400
+    /// `invalid_request` naming the parameter.
+    static func pathParameter(_ name: String, in context: ServerRequestContext) throws(APIError) -> String {
+        guard let raw = context.parameters.get(name) else {
+            throw APIError.invalidRequest("the path has no \(name)")
+        }
+        guard let decoded = raw.removingPercentEncoding else {
+            throw APIError.invalidRequest(
+                "\(name) in the path is \"\(raw)\", which is not percent-encoded UTF-8 (a % must be followed by two hex digits: %25 for % itself)")
+        }
+        return decoded
+    }
+
     /// The `as_of` query parameter (ISO 8601, with or without fractional seconds), or now.
     func instant(_ request: Request) throws(APIError) -> Timestamp {
         guard let text = request.uri.queryParameters.get("as_of") else { return now }
@@ -110,25 +126,17 @@ struct RouteEnvironment: Sendable {
         throw APIError.invalidRequest("as_of is \"\(text)\"; expected an ISO 8601 instant such as 2025-06-01T12:00:00Z")
     }
 
-    /// `{"customer_id", "as_of", "entitled", "subscriptions": [state, …]}` for a customer.
-    func entitlementsJSON(customerId: String, at instant: Timestamp) async throws -> String {
+    /// `{"customer_id", "as_of", "entitled", "subscriptions": [state, …]}` for a customer, to
+    /// which an answer may add members.
+    func entitlementsJSON(customerId: String, at instant: Timestamp) async throws -> JSONObjectText {
         let store = self.store
         let states = try await read { try await store.states(customerId: customerId, at: instant) }
-        var json = JSONText()
-        json.raw("{\"customer_id\":")
-        json.string(customerId)
-        json.raw(",\"as_of\":")
-        json.string(Self.iso8601(instant))
-        json.raw(",\"entitled\":\(states.contains { $0.isEntitled })")
-        json.raw(",\"subscriptions\":[")
-        json.raw(states.map { $0.json() }.joined(separator: ","))
-        json.raw("]}")
-        return json.text
+        var json = JSONObjectText()
+        json.member("customer_id", customerId)
+        json.member("as_of", instant.iso8601)
+        json.member("entitled", states.contains { $0.isEntitled })
+        json.member("subscriptions", jsonArray: states.map { $0.json() })
+        return json
     }
 
-    static func iso8601(_ instant: Timestamp) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: instant.date)
-    }
 }

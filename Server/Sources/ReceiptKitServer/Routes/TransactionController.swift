@@ -61,12 +61,9 @@ struct TransactionController {
             for: record, raw: body, bundleId: environment.bundleId, customerId: customer, receivedAt: environment.now)
         let isNew = try await environment.store(event, context: context)
         let entitlements = try await environment.entitlementsJSON(customerId: customer, at: environment.now)
-        var json = JSONText()
-        // The entitlements object without its closing brace, then the event's members.
-        json.raw(String(entitlements.dropLast()))
-        json.raw(",\"duplicate\":\(!isNew),\"record\":")
-        json.raw(event.record)
-        json.raw("}")
+        var json = entitlements
+        json.member("duplicate", !isNew)
+        json.member("record", json: event.record)
         return .json(json.text)
     }
 }

@@ -60,13 +60,9 @@ struct VerifyReceiptController {
         let events = try await environment.read { try await store.events(touching: keys) }
         let (latest, pending) = try VerifyReceiptHistory.render(
             events: events, keys: Set(keys), excludeOldTransactions: excludeOldTransactions)
-        var json = JSONText()
-        json.raw(String(rendered.dropLast()))
-        json.raw(",\"latest_receipt_info\":")
-        json.raw(latest)
-        json.raw(",\"pending_renewal_info\":")
-        json.raw(pending)
-        json.raw("}")
+        var json = JSONObjectText(extending: rendered)
+        json.member("latest_receipt_info", json: latest)
+        json.member("pending_renewal_info", json: pending)
         return .json(json.text)
     }
 }

@@ -20,6 +20,11 @@ import ReceiptKitFormats
 enum VerifyReceiptHistory {
     /// The two arrays' JSON text.
     ///
+    /// Of the copies of each transaction, and of each subscription's renewal infos, the one
+    /// listed is the one ReceiptKit's rule 1 picks (``LedgerCopy/supersedes(_:)``), each dated and
+    /// revoked as the entitlement ledger dates and revokes it (``EntitlementLedger/copy(of:receiptCreationDate:notificationSignedDate:isRevocation:validatedAt:)``):
+    /// `/verifyReceipt` and `/v1/customers/{id}/entitlements` agree on the same records.
+    ///
     /// - Parameters:
     ///   - events: The stored events touching `keys`, in the order they were stored.
     ///   - keys: The receipt's keys; transactions and renewal infos of other keys are left out.
@@ -30,10 +35,41 @@ enum VerifyReceiptHistory {
     static func render(
         events: [StoredEvent], keys: Set<SubscriptionKey>, excludeOldTransactions: Bool = false
     ) throws -> (latest: String, pending: String) {
+        let (transactions, renewalInfos) = try winningCopies(of: events, keys: keys)
+        var latest = transactions.sorted {
+            let (lhs, rhs) = ($0.element.transaction, $1.element.transaction)
+            return (lhs.purchaseDate?.millisecondsSince1970 ?? .min, lhs.transactionId ?? "")
+                > (rhs.purchaseDate?.millisecondsSince1970 ?? .min, rhs.transactionId ?? "")
+        }
+        let isSubscription = { (listed: Listed) in listed.element.transaction.productType == "auto_renewable_subscription" }
+        if excludeOldTransactions {
+            var listed = Set<SubscriptionKey>()
+            latest = latest.filter { !isSubscription($0) || listed.insert($0.key).inserted }
+        }
+        let subscriptionKeys = Set(latest.filter(isSubscription).map(\.key)).union(renewalInfos.keys)
+        let pending = subscriptionKeys.sorted().map { key in
+            pendingRenewal(key, info: renewalInfos[key]?.info, latestProductId: latest.first { $0.key == key }?.element.transaction.productId)
+        }
+        return ("[" + latest.map(\.element.json).joined(separator: ",") + "]",
+                "[" + pending.map(\.json).joined(separator: ",") + "]")
+    }
+
+    /// A transaction listed, with the key it belongs to.
+    private struct Listed {
+        let element: VerifyReceiptTransaction
+        let key: SubscriptionKey
+        let copy: LedgerCopy
+    }
+
+    /// Rule 1 over the stored records: each transaction's winning copy, and each key's winning
+    /// renewal info.
+    private static func winningCopies(of events: [StoredEvent], keys: Set<SubscriptionKey>) throws
+        -> (transactions: [Listed], renewalInfos: [SubscriptionKey: (info: StoredRecord.RenewalInfo, copy: LedgerCopy)])
+    {
         // The record's members by their schema names, as NormalizedTransaction decodes them.
         let decoder = JSONDecoder()
-        var transactions: [TransactionSlot: (element: VerifyReceiptTransaction, key: SubscriptionKey, date: Int64)] = [:]
-        var renewalInfos: [SubscriptionKey: (copy: StoredRecord.RenewalInfo, date: Int64)] = [:]
+        var transactions: [TransactionSlot: Listed] = [:]
+        var renewalInfos: [SubscriptionKey: (info: StoredRecord.RenewalInfo, copy: LedgerCopy)] = [:]
         for event in events {
             let record: StoredRecord
             do {
@@ -41,52 +77,36 @@ enum VerifyReceiptHistory {
             } catch {
                 throw StoreError("a stored \(event.kind) record does not decode: \(error)")
             }
-            let eventDate = record.app?.receiptCreationDate?.milliseconds ?? record.notification?.signedDate?.milliseconds
-                ?? event.receivedAt
+            let notificationDate = record.notification?.signedDate?.timestamp
             let isRevocation = ["REFUND", "REVOKE"].contains(record.notification?.type)
+            let validatedAt = record.validatedAt?.timestamp ?? Timestamp(millisecondsSince1970: event.receivedAt)
             for transaction in record.transactions ?? [] {
-                guard let id = transaction.transactionId, let key = SubscriptionKey(transaction), keys.contains(key) else { continue }
-                var element = VerifyReceiptTransaction(transaction)
-                if isRevocation, element.cancellationDate == nil {
-                    element.cancellationDate = record.notification?.signedDate?.timestamp
-                }
-                let date = transaction.signedDate?.millisecondsSince1970 ?? eventDate
+                guard let id = transaction.transactionId, let key = SubscriptionKey(transaction), keys.contains(key),
+                      let copy = EntitlementLedger.copy(
+                        of: transaction, receiptCreationDate: record.app?.receiptCreationDate?.timestamp,
+                        notificationSignedDate: notificationDate, isRevocation: isRevocation, validatedAt: validatedAt)
+                else { continue }
                 let slot = TransactionSlot(key: key, transactionId: id)
-                if let known = transactions[slot], known.date > date { continue }
-                transactions[slot] = (element, key, date)
+                if let known = transactions[slot], !copy.supersedes(known.copy) { continue }
+                var element = VerifyReceiptTransaction(transaction)
+                element.cancellationDate = copy.revocationDate
+                transactions[slot] = Listed(element: element, key: key, copy: copy)
             }
-            if let info = record.renewalInfo, let key = keys.first(where: { info.belongs(to: $0) }) {
-                let date = info.signedDate?.milliseconds ?? eventDate
-                if (renewalInfos[key]?.date ?? .min) <= date { renewalInfos[key] = (info, date) }
+            if let info = record.renewalInfo, let id = info.originalTransactionId,
+               let key = keys.first(where: { info.belongs(to: $0) }) {
+                let copy = EntitlementLedger.renewalInfoCopy(
+                    originalTransactionId: id, environment: info.environment ?? "", signedDate: info.signedDate?.timestamp,
+                    notificationSignedDate: notificationDate, renewalDate: info.renewalDate?.timestamp,
+                    gracePeriodExpiresDate: info.gracePeriodExpiresDate?.timestamp,
+                    autoRenewStatus: info.autoRenewStatus.flatMap { Int32($0.text) },
+                    expirationIntent: info.expirationIntent.flatMap { Int32($0.text) },
+                    isInBillingRetryPeriod: info.isInBillingRetryPeriod == true, productId: info.productId,
+                    autoRenewProductId: info.autoRenewProductId, appAccountToken: info.appAccountToken)
+                if let known = renewalInfos[key], !copy.supersedes(known.copy) { continue }
+                renewalInfos[key] = (info, copy)
             }
         }
-
-        var latest = transactions.values.map { (element: $0.element, key: $0.key) }.sorted {
-            let (lhs, rhs) = ($0.element.transaction, $1.element.transaction)
-            return (lhs.purchaseDate?.millisecondsSince1970 ?? .min, lhs.transactionId ?? "")
-                > (rhs.purchaseDate?.millisecondsSince1970 ?? .min, rhs.transactionId ?? "")
-        }
-        let isSubscription = { (listed: (element: VerifyReceiptTransaction, key: SubscriptionKey)) in
-            listed.element.transaction.productType == "auto_renewable_subscription"
-        }
-        if excludeOldTransactions {
-            var listed = Set<SubscriptionKey>()
-            latest = latest.filter { !isSubscription($0) || listed.insert($0.key).inserted }
-        }
-        var latestJSON = JSONText()
-        latestJSON.raw("[")
-        latestJSON.raw(latest.map(\.element.json).joined(separator: ","))
-        latestJSON.raw("]")
-
-        let subscriptionKeys = Set(latest.filter(isSubscription).map(\.key)).union(renewalInfos.keys)
-        var pendingJSON = JSONText()
-        pendingJSON.raw("[")
-        pendingJSON.raw(subscriptionKeys.sorted().map { key in
-            let productId = latest.first { $0.key == key }?.element.transaction.productId
-            return RenewalElement(key: key, info: renewalInfos[key]?.copy, latestProductId: productId).appleJSON()
-        }.joined(separator: ","))
-        pendingJSON.raw("]")
-        return (latestJSON.text, pendingJSON.text)
+        return (Array(transactions.values), renewalInfos)
     }
 
     /// A transaction of a key: the copies of one transaction share it.
@@ -95,26 +115,21 @@ enum VerifyReceiptHistory {
         let transactionId: String
     }
 
-    /// One element of `pending_renewal_info`.
-    private struct RenewalElement {
-        let key: SubscriptionKey
-        let info: StoredRecord.RenewalInfo?
-        let latestProductId: String?
-
-        func appleJSON() -> String {
-            var json = AppleObject()
-            json.member("auto_renew_product_id", info?.autoRenewProductId)
-            json.member("original_transaction_id", key.originalTransactionId)
-            json.member("product_id", info?.productId ?? latestProductId)
-            json.member("auto_renew_status", info?.autoRenewStatus?.text)
-            json.member("expiration_intent", info?.expirationIntent?.text)
-            json.member("is_in_billing_retry_period", info?.isInBillingRetryPeriod.map { $0 ? "1" : "0" })
-            json.date("grace_period_expires_date", info?.gracePeriodExpiresDate)
-            json.member("price_consent_status", info?.priceIncreaseStatus?.text)
-            json.member("offer_code_ref_name", info?.offer?.type == "offer_code" ? info?.offer?.id : nil)
-            json.member("promotional_offer_id", info?.offer?.type == "promotional" ? info?.offer?.id : nil)
-            return json.finished()
-        }
+    /// One element of `pending_renewal_info`, rendered by ReceiptKitFormats.
+    private static func pendingRenewal(
+        _ key: SubscriptionKey, info: StoredRecord.RenewalInfo?, latestProductId: String?
+    ) -> VerifyReceiptPendingRenewal {
+        var element = VerifyReceiptPendingRenewal(originalTransactionId: key.originalTransactionId)
+        element.autoRenewProductId = info?.autoRenewProductId
+        element.productId = info?.productId ?? latestProductId
+        element.autoRenewStatus = info?.autoRenewStatus?.text
+        element.expirationIntent = info?.expirationIntent?.text
+        element.isInBillingRetryPeriod = info?.isInBillingRetryPeriod
+        element.gracePeriodExpiresDate = info?.gracePeriodExpiresDate?.timestamp
+        element.priceConsentStatus = info?.priceIncreaseStatus?.text
+        element.offerCodeRefName = info?.offer?.type == "offer_code" ? info?.offer?.id : nil
+        element.promotionalOfferId = info?.offer?.type == "promotional" ? info?.offer?.id : nil
+        return element
     }
 }
 
@@ -125,10 +140,12 @@ private struct StoredRecord: Decodable {
     let notification: Notification?
     let renewalInfo: RenewalInfo?
     let app: App?
+    let validatedAt: Instant?
 
     private enum CodingKeys: String, CodingKey {
         case transactions, notification, app
         case renewalInfo = "renewal_info"
+        case validatedAt = "validated_at"
     }
 
     struct Offer: Decodable {
@@ -155,8 +172,10 @@ private struct StoredRecord: Decodable {
         let expirationIntent: Scalar?
         let isInBillingRetryPeriod: Bool?
         let gracePeriodExpiresDate: Instant?
+        let renewalDate: Instant?
         let priceIncreaseStatus: Scalar?
         let offer: Offer?
+        let appAccountToken: String?
         let signedDate: Instant?
 
         private enum CodingKeys: String, CodingKey {
@@ -168,6 +187,8 @@ private struct StoredRecord: Decodable {
             case expirationIntent = "expiration_intent"
             case isInBillingRetryPeriod = "is_in_billing_retry_period"
             case gracePeriodExpiresDate = "grace_period_expires_date"
+            case renewalDate = "renewal_date"
+            case appAccountToken = "app_account_token"
             case priceIncreaseStatus = "price_increase_status"
             case signedDate = "signed_date"
         }
@@ -191,8 +212,6 @@ private struct StoredRecord: Decodable {
 private struct Instant: Decodable {
     let timestamp: Timestamp
 
-    var milliseconds: Int64 { timestamp.millisecondsSince1970 }
-
     init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let timestamp = Timestamp(rfc3339: text) else {
@@ -214,47 +233,4 @@ private struct Scalar: Decodable {
             text = try container.decode(String.self)
         }
     }
-}
-
-/// A JSON object of verifyReceipt's: string members only, absent values omitted.
-private struct AppleObject {
-    private var json = JSONText()
-    private var isEmpty = true
-
-    mutating func member(_ name: String, _ value: String?) {
-        guard let value else { return }
-        json.raw(isEmpty ? "{" : ",")
-        isEmpty = false
-        json.string(name)
-        json.raw(":")
-        json.string(value)
-    }
-
-    /// `name` (`yyyy-MM-dd HH:mm:ss Etc/GMT`), `name_ms` and `name_pst` (America/Los_Angeles), as
-    /// ReceiptKit's verifyReceipt rendering writes a date, or nothing for `nil`.
-    mutating func date(_ name: String, _ instant: Instant?) {
-        guard let instant else { return }
-        let milliseconds = instant.milliseconds
-        member(name, Self.wallClock(milliseconds) + " Etc/GMT")
-        member(name + "_ms", String(milliseconds))
-        let offset = Int64(Self.pacific.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant.timestamp.secondsSince1970))))
-        member(name + "_pst", Self.wallClock(milliseconds + offset * 1000) + " America/Los_Angeles")
-    }
-
-    func finished() -> String {
-        isEmpty ? "{}" : json.text + "}"
-    }
-
-    /// `yyyy-MM-dd HH:mm:ss` of an instant, through ReceiptKit's own calendar (`Timestamp.iso8601`).
-    private static func wallClock(_ milliseconds: Int64) -> String {
-        let iso = Timestamp(millisecondsSince1970: milliseconds).iso8601  // yyyy-MM-ddTHH:mm:ss.SSSZ
-        return String(iso.prefix(10)) + " " + String(iso.dropFirst(11).prefix(8))
-    }
-
-    private static let pacific: TimeZone = {
-        guard let zone = TimeZone(identifier: "America/Los_Angeles") else {
-            preconditionFailure("the time zone database has no America/Los_Angeles")
-        }
-        return zone
-    }()
 }

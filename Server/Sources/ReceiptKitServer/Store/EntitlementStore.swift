@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import ReceiptKit
 
 /// Where verified inputs, the state derived from them and the links between customers and

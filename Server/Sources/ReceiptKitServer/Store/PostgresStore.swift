@@ -215,7 +215,7 @@ public final class PostgresStore: EntitlementStore {
                 try await connection.query("COMMIT", logger: logger)
                 return state
             } catch {
-                try? await connection.query("ROLLBACK", logger: logger)
+                _ = try? await connection.query("ROLLBACK", logger: logger)
                 throw error
             }
         }
