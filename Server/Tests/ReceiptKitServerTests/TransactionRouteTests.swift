@@ -149,6 +149,13 @@ struct TransactionRouteTests {
                 .expectError(.badRequest, "malformed_jws")
             try await server.post("/v1/transactions", try body(["receipt_data": "bm90IGEgcmVjZWlwdA=="]))
                 .expectError(.badRequest, "malformed_receipt")
+            // A member twice: refused, the member named, whichever copy would have won.
+            let twice = #"{"customer_id":"a","signed_transaction":"\#(jws)","customer_id":"b"}"#
+            let duplicate = try await server.post("/v1/transactions", twice)
+            try duplicate.expectError(.badRequest, "invalid_request")
+            #expect(duplicate.text.contains("duplicate") && duplicate.text.contains("customer_id"), "\(duplicate.text)")
+            try await server.post("/v1/transactions", try body(["signed_transaction": jws, "customer_id": 42]))
+                .expectError(.badRequest, "invalid_request")
             let oversized = try body(["receipt_data": String(repeating: "A", count: 1_500_000)])
             try await server.post("/v1/transactions", oversized).expectError(.contentTooLarge, "input_too_large")
             try await server.withStore { store async throws in

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import ReceiptKit
 import ReceiptKitServer
 import Testing
 
@@ -164,6 +165,54 @@ struct VerifyReceiptRouteTests {
     /// Apple's rules for `latest_receipt_info`: string values only, dates as `X` (Etc/GMT), `X_ms`
     /// and `X_pst` (America/Los_Angeles), newest purchase first, and — when the golden Apple
     /// response in `../shared/vectors` is there — every member Apple's own elements carry.
+    @Test("/verifyReceipt and the entitlement routes agree on tied and revoked copies, in either order",
+          arguments: Backend.available, [false, true])
+    func agreesWithEntitlements(backend: Backend, refundFirst: Bool) async throws {
+        let request = try #require(
+            try JSONSerialization.jsonObject(with: Data(Vectors.text("receipts/receipt-request-body.json").utf8)) as? [String: Any])
+        let receiptBody = #"{"receipt-data":"\#(try #require(request["receipt-data"] as? String))"}"#
+        let p = try Payloads()
+        // The receipt's subscription (TestVectors/receipts) renewed by notification, and two
+        // copies of that renewal signed at the same instant: one plain, one refunded. Rule 1's
+        // fixed order picks the refunded one whichever arrives last.
+        let original = "2000000901234567"
+        let renewed = ms("2025-06-20T08:15:30Z")
+        let signed = ms("2025-06-25T10:00:00Z")
+        let refundedAt = signed - 60_000
+        func copy(revoked: Bool) throws -> String {
+            try p.transaction(
+                id: "2000000951239999", original: original, purchase: renewed, expires: renewed + 30 * day, signed: signed,
+                token: "5a4c1e0c-6a0b-4d8f-9a8e-2f1d3c4b5a69", revocation: revoked ? refundedAt : nil,
+                revocationReason: revoked ? 1 : nil, webOrderLineItemId: "2000000098769999")
+        }
+        let plain = try p.notification(type: "DID_RENEW", signed: signed + 1000, transaction: try copy(revoked: false), renewalInfo: nil)
+        let refund = try p.notification(type: "REFUND", signed: signed + 2000, transaction: try copy(revoked: true), renewalInfo: nil)
+        try await TestServer.run(backend, now: Date(timeIntervalSince1970: Double(ms("2025-07-01T00:00:00Z")) / 1000)) { server in
+            for jws in refundFirst ? [refund, plain] : [plain, refund] {
+                #expect(try await server.notify(jws).status == .ok)
+            }
+            let state = try await server.get("/v1/subscriptions/\(original)").json()
+            #expect(state["status"] as? String == "revoked", "\(state)")
+            #expect(state["latest_transaction_id"] as? String == "2000000951239999")
+            #expect(state["revocation_date"] as? String == Timestamp(millisecondsSince1970: refundedAt).iso8601)
+            let latest = try #require(try await server.post("/verifyReceipt", receiptBody).json()["latest_receipt_info"] as? [[String: Any]])
+            let listed = try #require(latest.first { $0["transaction_id"] as? String == "2000000951239999" }, "\(latest)")
+            #expect(listed["cancellation_date_ms"] as? String == String(refundedAt), "\(listed)")
+            #expect(listed["cancellation_reason"] as? String == "1", "\(listed)")
+        }
+    }
+
+    @Test("a body with a duplicate member is refused, the member named", arguments: Backend.available)
+    func duplicateMembers(backend: Backend) async throws {
+        try await TestServer.run(backend) { server in
+            let answer = try await server.post("/verifyReceipt", #"{"receipt-data":"AAAA","receipt-data":"BBBB"}"#)
+            #expect(answer.status == .ok)
+            let json = try answer.json()
+            #expect(json["status"] as? Int == 21002, "\(json)")
+            #expect(answer.text.contains("duplicate") && answer.text.contains("receipt-data"), "\(answer.text)")
+        }
+    }
+
     static func expectAppleShape(_ latest: [[String: Any]], sourceLocation: SourceLocation = #_sourceLocation) {
         let dateMembers = ["purchase_date", "original_purchase_date", "expires_date", "cancellation_date"]
         for info in latest {

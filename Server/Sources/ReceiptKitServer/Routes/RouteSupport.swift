@@ -114,15 +114,12 @@ struct RouteEnvironment: Sendable {
         return decoded
     }
 
-    /// The `as_of` query parameter (ISO 8601, with or without fractional seconds), or now.
+    /// The `as_of` query parameter (RFC 3339, as ReceiptKit's `Timestamp` reads it: with or
+    /// without a fraction of a second, `Z` or an offset), or now.
     func instant(_ request: Request) throws(APIError) -> Timestamp {
         guard let text = request.uri.queryParameters.get("as_of") else { return now }
         if text == "now" { return now }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return Timestamp(date) }
-        formatter.formatOptions = [.withInternetDateTime]
-        if let date = formatter.date(from: text) { return Timestamp(date) }
+        if let instant = Timestamp(rfc3339: text) { return instant }
         throw APIError.invalidRequest("as_of is \"\(text)\"; expected an ISO 8601 instant such as 2025-06-01T12:00:00Z")
     }
 

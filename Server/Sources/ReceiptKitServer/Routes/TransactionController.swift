@@ -19,41 +19,28 @@ struct TransactionController {
 
     func transaction(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let body = try await environment.body(of: request, upTo: environment.receiptBodyLimit)
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
-            throw APIError.invalidRequest("the body must be a JSON object with signed_transaction or receipt_data")
-        }
-        var customerId: String?
-        if let value = object["customer_id"], !(value is NSNull) {
-            guard let text = value as? String, !text.isEmpty, text.utf8.count <= 256 else {
-                throw APIError.invalidRequest("customer_id must be a non-empty string of at most 256 bytes")
-            }
-            customerId = text
+        let fields = try RequestBody.decode(TransactionRequest.self, from: body)
+        if let customerId = fields.customerId, customerId.isEmpty || customerId.utf8.count > 256 {
+            throw APIError.invalidRequest("customer_id must be a non-empty string of at most 256 bytes")
         }
         let outcome: VerificationOutcome
-        let signedTransaction = object["signed_transaction"]
-        let receiptData = object["receipt_data"]
-        if signedTransaction != nil, receiptData != nil {
+        switch (fields.signedTransaction, fields.receiptData) {
+        case (.some, .some):
             throw APIError.invalidRequest("the body has both signed_transaction and receipt_data; send one")
-        } else if let signedTransaction {
-            guard let jws = signedTransaction as? String else {
-                throw APIError.invalidRequest("signed_transaction must be a string")
-            }
+        case (let jws?, nil):
             do {
                 outcome = .verified(try environment.verifier.verify(jws, as: .transaction))
             } catch let error as ReceiptKitError {
                 outcome = .rejected(error)
             }
-        } else if let receiptData {
-            guard let base64 = receiptData as? String else {
-                throw APIError.invalidRequest("receipt_data must be a string")
-            }
+        case (nil, let base64?):
             outcome = environment.verifier.verify(input: Array(base64.utf8), as: .receipt)
-        } else {
+        case (nil, nil):
             throw APIError.invalidRequest("the body has neither signed_transaction nor receipt_data")
         }
         let record = try environment.verified(outcome, context: context)
         let token = record.transactions.lazy.compactMap(\.appAccountToken).first { !$0.isEmpty }
-        guard let customer = customerId ?? token else {
+        guard let customer = fields.customerId ?? token else {
             throw APIError.invalidRequest(
                 "customer_id is required: the purchase carries no appAccountToken to link it to")
         }
@@ -65,5 +52,21 @@ struct TransactionController {
         json.member("duplicate", !isNew)
         json.member("record", json: event.record)
         return .json(json.text)
+    }
+}
+
+/// The body of `POST /v1/transactions`.
+struct TransactionRequest: Decodable {
+    /// The backend's customer id; `null` or absent links the purchase to its `appAccountToken`.
+    var customerId: String?
+    /// A StoreKit 2 transaction JWS.
+    var signedTransaction: String?
+    /// A legacy receipt in base64.
+    var receiptData: String?
+
+    private enum CodingKeys: String, CodingKey {
+        case customerId = "customer_id"
+        case signedTransaction = "signed_transaction"
+        case receiptData = "receipt_data"
     }
 }

@@ -32,13 +32,18 @@ struct VerifyReceiptController {
             context.notes.update { $0.verdict = "input_too_large" }
             return .json(outcome.verifyReceiptJSON(expectedEnvironment: expected, requestDate: environment.now))
         }
-        guard let fields = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
-            let outcome = VerificationOutcome.rejected(
-                ReceiptKitError(.unrecognizedInput, "the body must be a JSON object with a receipt-data string"))
+        // Apple's answer to a body it cannot read: 200 with status 21002, the reason naming the
+        // member at fault (a duplicate one included, as for every body the server reads).
+        let fields: VerifyReceiptRequest
+        do {
+            fields = try RequestBody.decode(VerifyReceiptRequest.self, from: body)
+        } catch {
+            let outcome = VerificationOutcome.rejected(ReceiptKitError(
+                .unrecognizedInput, "the body must be a JSON object with a receipt-data string: \(error.message)"))
             context.notes.update { $0.verdict = "unrecognized_input" }
             return .json(outcome.verifyReceiptJSON(expectedEnvironment: expected, requestDate: environment.now))
         }
-        let excludeOldTransactions = fields["exclude-old-transactions"] as? Bool ?? false
+        let excludeOldTransactions = fields.excludeOldTransactions ?? false
         let now = environment.now
         let outcome = environment.verifier.verify(input: body, as: .receipt)
         let rendered = outcome.verifyReceiptJSON(expectedEnvironment: expected, requestDate: now)
@@ -64,5 +69,20 @@ struct VerifyReceiptController {
         json.member("latest_receipt_info", json: latest)
         json.member("pending_renewal_info", json: pending)
         return .json(json.text)
+    }
+}
+
+/// The body of `POST /verifyReceipt`, as Apple's endpoint took it (`receipt-data` is read again
+/// by the verifier, which takes the body whole).
+struct VerifyReceiptRequest: Decodable {
+    var receiptData: String?
+    /// The app's shared secret: accepted and ignored (nothing is asked of Apple).
+    var password: String?
+    var excludeOldTransactions: Bool?
+
+    private enum CodingKeys: String, CodingKey {
+        case receiptData = "receipt-data"
+        case password
+        case excludeOldTransactions = "exclude-old-transactions"
     }
 }
