@@ -142,3 +142,22 @@ struct RawCompactionTests {
         }
     }
 }
+
+extension RawCompaction {
+    /// The non-overlapping ranges where `needle` occurs in `haystack`, from the left, found byte
+    /// by byte: the reference the finder and the compaction are checked against.
+    static func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        guard !needle.isEmpty else { return ranges }
+        var start = 0
+        while start + needle.count <= haystack.count {
+            if haystack[start..<(start + needle.count)].elementsEqual(needle) {
+                ranges.append(start..<(start + needle.count))
+                start += needle.count
+            } else {
+                start += 1
+            }
+        }
+        return ranges
+    }
+}

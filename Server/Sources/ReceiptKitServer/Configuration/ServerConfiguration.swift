@@ -73,73 +73,24 @@ public struct ServerConfiguration: Sendable {
     /// - Parameter environment: The process environment, or any dictionary in its shape.
     /// - Throws: ``ConfigurationError`` naming the variable that is missing or wrong.
     public init(environment: [String: String]) throws(ConfigurationError) {
-        func value(_ name: String) -> String? {
-            guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-            return text
-        }
-        func list(_ name: String) -> [String] {
-            (value(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        }
-
-        guard let bundleId = value("RECEIPTKIT_BUNDLE_ID") else {
-            throw ConfigurationError("RECEIPTKIT_BUNDLE_ID is required: your app's bundle id")
-        }
-        guard let environmentName = value("RECEIPTKIT_ENVIRONMENT") else {
-            throw ConfigurationError("RECEIPTKIT_ENVIRONMENT is required: Production, Sandbox, Xcode or LocalTesting")
-        }
+        let variables = EnvironmentVariables(environment)
+        let bundleId = try variables.required("RECEIPTKIT_BUNDLE_ID", "your app's bundle id")
+        let environmentName = try variables.required("RECEIPTKIT_ENVIRONMENT", "Production, Sandbox, Xcode or LocalTesting")
         guard let appStoreEnvironment = AppStoreEnvironment(rawValue: environmentName) else {
             throw ConfigurationError(
                 "RECEIPTKIT_ENVIRONMENT is \"\(environmentName)\"; expected Production, Sandbox, Xcode or LocalTesting")
         }
-        var appAppleId: Int64?
-        if let text = value("RECEIPTKIT_APP_APPLE_ID") {
-            guard let number = Int64(text), number > 0 else {
-                throw ConfigurationError("RECEIPTKIT_APP_APPLE_ID is \"\(text)\"; expected a positive integer")
-            }
-            appAppleId = number
-        } else if appStoreEnvironment == .production {
+        let appAppleId = try variables.positiveInteger("RECEIPTKIT_APP_APPLE_ID")
+        if appAppleId == nil, appStoreEnvironment == .production {
             throw ConfigurationError("RECEIPTKIT_APP_APPLE_ID is required when RECEIPTKIT_ENVIRONMENT is Production")
         }
-
-        let rootFiles = list("RECEIPTKIT_ROOT_FILE")
-        let pins = list("RECEIPTKIT_PIN_SHA256")
-        var anchors = TrustAnchors.apple
-        if !rootFiles.isEmpty || !pins.isEmpty {
-            let roots = try rootFiles.map { path throws(ConfigurationError) in
-                guard let data = FileManager.default.contents(atPath: path) else {
-                    throw ConfigurationError("RECEIPTKIT_ROOT_FILE: cannot read \(path)")
-                }
-                return [UInt8](data)
-            }
-            do {
-                anchors = try TrustAnchors(rootCertificates: roots, pinnedSHA256: pins)
-            } catch let error as ReceiptKitError {
-                let variable = error.code == .malformedCertificate ? "RECEIPTKIT_ROOT_FILE" : "RECEIPTKIT_PIN_SHA256"
-                throw ConfigurationError("\(variable): \(error.message)")
-            } catch {
-                throw ConfigurationError("RECEIPTKIT_ROOT_FILE or RECEIPTKIT_PIN_SHA256: \(error)")
-            }
-        }
-
-        let database = try DatabaseLocation(url: value("RECEIPTKIT_DATABASE_URL") ?? "sqlite:receiptkit.sqlite")
-
-        let host = value("HOST") ?? "127.0.0.1"
-        var port = 8080
-        if let text = value("PORT") {
-            guard let number = Int(text), (0...65535).contains(number) else {
-                throw ConfigurationError("PORT is \"\(text)\"; expected a port number, 0 to 65535")
-            }
-            port = number
-        }
-        var requestTimeout = Duration.seconds(30)
-        if let text = value("RECEIPTKIT_REQUEST_TIMEOUT") {
-            guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
-                throw ConfigurationError(
-                    "RECEIPTKIT_REQUEST_TIMEOUT is \"\(text)\"; expected seconds, more than 0 and at most 86400, such as 30 or 0.5")
-            }
-            requestTimeout = .milliseconds(max(1, Int64((seconds * 1000).rounded())))
-        }
-        let apiToken = value("RECEIPTKIT_API_TOKEN")
+        let anchors = try Self.trustAnchors(
+            rootFiles: variables.list("RECEIPTKIT_ROOT_FILE"), pins: variables.list("RECEIPTKIT_PIN_SHA256"))
+        let database = try DatabaseLocation(url: variables.value("RECEIPTKIT_DATABASE_URL") ?? "sqlite:receiptkit.sqlite")
+        let host = variables.value("HOST") ?? "127.0.0.1"
+        let port = try variables.port("PORT") ?? 8080
+        let requestTimeout = try variables.seconds("RECEIPTKIT_REQUEST_TIMEOUT") ?? .seconds(30)
+        let apiToken = variables.value("RECEIPTKIT_API_TOKEN")
         if apiToken == nil, !Self.isLoopback(host) {
             throw ConfigurationError(
                 "RECEIPTKIT_API_TOKEN is required when HOST (\(host)) is not a loopback address: /v1/* and /verifyReceipt would be open to anyone")
@@ -148,6 +99,25 @@ public struct ServerConfiguration: Sendable {
             host: host, port: port,
             verifier: .init(anchors: anchors, bundleId: bundleId, appAppleId: appAppleId, environment: appStoreEnvironment),
             database: database, apiToken: apiToken, requestTimeout: requestTimeout)
+    }
+
+    /// Apple's pinned roots, or the roots and pins configured instead of them.
+    private static func trustAnchors(rootFiles: [String], pins: [String]) throws(ConfigurationError) -> TrustAnchors {
+        guard !rootFiles.isEmpty || !pins.isEmpty else { return TrustAnchors.apple }
+        let roots = try rootFiles.map { path throws(ConfigurationError) in
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError("RECEIPTKIT_ROOT_FILE: cannot read \(path)")
+            }
+            return [UInt8](data)
+        }
+        do {
+            return try TrustAnchors(rootCertificates: roots, pinnedSHA256: pins)
+        } catch let error as ReceiptKitError {
+            let variable = error.code == .malformedCertificate ? "RECEIPTKIT_ROOT_FILE" : "RECEIPTKIT_PIN_SHA256"
+            throw ConfigurationError("\(variable): \(error.message)")
+        } catch {
+            throw ConfigurationError("RECEIPTKIT_ROOT_FILE or RECEIPTKIT_PIN_SHA256: \(error)")
+        }
     }
 }
 
@@ -231,4 +201,55 @@ public struct ConfigurationError: Error, CustomStringConvertible {
     }
 
     public var description: String { message }
+}
+
+/// The process environment, read variable by variable: a value is trimmed, and an empty one is
+/// absent; each reader names the variable and what it expected when the value is wrong.
+struct EnvironmentVariables {
+    private let environment: [String: String]
+
+    init(_ environment: [String: String]) {
+        self.environment = environment
+    }
+
+    func value(_ name: String) -> String? {
+        guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        return text
+    }
+
+    func required(_ name: String, _ what: String) throws(ConfigurationError) -> String {
+        guard let text = value(name) else { throw ConfigurationError("\(name) is required: \(what)") }
+        return text
+    }
+
+    /// A comma-separated list, its items trimmed, empty ones left out.
+    func list(_ name: String) -> [String] {
+        (value(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    func positiveInteger(_ name: String) throws(ConfigurationError) -> Int64? {
+        guard let text = value(name) else { return nil }
+        guard let number = Int64(text), number > 0 else {
+            throw ConfigurationError("\(name) is \"\(text)\"; expected a positive integer")
+        }
+        return number
+    }
+
+    func port(_ name: String) throws(ConfigurationError) -> Int? {
+        guard let text = value(name) else { return nil }
+        guard let number = Int(text), (0...65535).contains(number) else {
+            throw ConfigurationError("\(name) is \"\(text)\"; expected a port number, 0 to 65535")
+        }
+        return number
+    }
+
+    /// A duration in seconds, more than 0 and at most a day, to the millisecond.
+    func seconds(_ name: String) throws(ConfigurationError) -> Duration? {
+        guard let text = value(name) else { return nil }
+        guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
+            throw ConfigurationError(
+                "\(name) is \"\(text)\"; expected seconds, more than 0 and at most 86400, such as 30 or 0.5")
+        }
+        return .milliseconds(max(1, Int64((seconds * 1000).rounded())))
+    }
 }

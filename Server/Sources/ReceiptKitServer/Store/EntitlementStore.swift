@@ -37,13 +37,17 @@ public protocol EntitlementStore: Sendable {
     /// The stored events that touched any of these keys (their transactions' or renewal info's
     /// key), each once, in the order they were stored.
     func events(touching keys: [SubscriptionKey]) async throws -> [StoredEvent]
-    /// The raw bytes of the event with this dedup key, exactly as received, or `nil` when no
-    /// such event is stored.
+    /// The raw bytes of the event with this dedup key, exactly as received (to pass on what Apple
+    /// sent, byte for byte), or `nil` when no such event is stored.
     func raw(dedupKey: String) async throws -> [UInt8]?
-    /// The number of stored events, and of those with the given dedup keys.
-    func eventCount(dedupKeys: [String]?) async throws -> Int
     /// Closes the database (SQLite) or does nothing (PostgreSQL, whose client is a service).
     func close() async throws
+}
+
+/// What the tests read of a store besides what the routes need.
+package protocol StoreInspection: EntitlementStore {
+    /// The number of stored events, and of those with the given dedup keys.
+    func eventCount(dedupKeys: [String]?) async throws -> Int
 }
 
 /// A verified input to store, with the ledger copies it folds in.

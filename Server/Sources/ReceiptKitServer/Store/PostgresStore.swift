@@ -11,7 +11,7 @@ public import PostgresNIO
 /// servers, are serialized by the key's row lock (`SELECT … FOR UPDATE`, after an `INSERT … ON
 /// CONFLICT DO NOTHING` that makes sure the row exists): the second folds into what the first
 /// committed, so no update is lost.
-public final class PostgresStore: EntitlementStore {
+public final class PostgresStore: EntitlementStore, StoreInspection {
     /// The client; run it (``PostgresClient/run()``) for as long as the store is used.
     public let client: PostgresClient
     private let logger: Logger
@@ -258,7 +258,7 @@ public final class PostgresStore: EntitlementStore {
         return try RawCompaction.raw(stored: row.stored, encoding: row.encoding) { _ in segments }
     }
 
-    public func eventCount(dedupKeys: [String]?) async throws -> Int {
+    package func eventCount(dedupKeys: [String]?) async throws -> Int {
         let rows: PostgresRowSequence
         if let dedupKeys {
             rows = try await client.query(

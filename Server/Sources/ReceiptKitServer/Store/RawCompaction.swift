@@ -237,38 +237,6 @@ package enum RawCompaction {
         return output
     }
 
-    /// The non-overlapping ranges where `needle` occurs in `haystack`, from the left: `memchr`
-    /// for its first byte, `memcmp` for the rest (a needle is a long header form, so a false
-    /// start fails within a few bytes).
-    package static func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> [Range<Int>] {
-        var ranges: [Range<Int>] = []
-        guard let first = needle.first else { return ranges }
-        haystack.withUnsafeBytes { haystack in
-            needle.withUnsafeBytes { needle in
-                guard let base = haystack.baseAddress, let pattern = needle.baseAddress else { return }
-                var offset = 0
-                // A needle of 8 bytes or more (a header form is 64 or more) has its first 8
-                // compared in place: most starts `memchr` finds fail there, without a call.
-                let prefix = needle.count >= 8 ? pattern.loadUnaligned(as: UInt64.self) : nil
-                while haystack.count - offset >= needle.count {
-                    guard let found = memchr(base + offset, Int32(first), haystack.count - offset - needle.count + 1) else {
-                        return
-                    }
-                    let start = base.distance(to: UnsafeRawPointer(found))
-                    if let prefix, UnsafeRawPointer(found).loadUnaligned(as: UInt64.self) != prefix {
-                        offset = start + 1
-                    } else if memcmp(found, pattern, needle.count) == 0 {
-                        ranges.append(start..<(start + needle.count))
-                        offset = start + needle.count
-                    } else {
-                        offset = start + 1
-                    }
-                }
-            }
-        }
-        return ranges
-    }
-
     /// The ids a compacted form refers to.
     ///
     /// - Throws: ``StoreError`` when a reference is cut short.

@@ -6,7 +6,7 @@ import GRDB
 /// the writer), migrated by a `DatabaseMigrator`. SQLite has one writer at a time, so two events
 /// for the same key are folded one after the other; events that arrive while a write runs are
 /// stored together in the next transaction (``GroupCommit``), each answered after that commit.
-public final class SQLiteStore: EntitlementStore {
+public final class SQLiteStore: EntitlementStore, StoreInspection {
     private let pool: DatabasePool
     /// Events are written in batches: those that arrive while a transaction runs share the next.
     private let writes: GroupCommit<NewEvent, Bool>
@@ -269,7 +269,7 @@ public final class SQLiteStore: EntitlementStore {
         }
     }
 
-    public func eventCount(dedupKeys: [String]?) async throws -> Int {
+    package func eventCount(dedupKeys: [String]?) async throws -> Int {
         try await pool.read { db in
             guard let dedupKeys else {
                 return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events") ?? 0

@@ -74,7 +74,7 @@ enum Backend: String, Sendable, CustomTestStringConvertible {
 
 /// A second view of a test's database, for checking what the server stored.
 func withStore(
-    _ location: DatabaseLocation, searchPath: String?, _ body: (any EntitlementStore) async throws -> Void
+    _ location: DatabaseLocation, searchPath: String?, _ body: (any StoreInspection) async throws -> Void
 ) async throws {
     switch location {
     case .sqlite(let path):
@@ -129,7 +129,7 @@ struct TestServer: Sendable {
     }
 
     /// Checks the stored events with another connection to the same database.
-    func withStore(_ body: (any EntitlementStore) async throws -> Void) async throws {
+    func withStore(_ body: (any StoreInspection) async throws -> Void) async throws {
         try await ReceiptKitServerTests.withStore(location, searchPath: searchPath, body)
     }
 
