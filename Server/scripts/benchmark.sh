@@ -2,7 +2,7 @@
 # receiptkit-server under what production sends. wrk on loopback (core 0) posts genuine
 # notifications, signed under the test PKI by receiptkit-benchmark, to the release server on one
 # core (core 1):
-#   - fresh: first purchases (SUBSCRIBED) of new subscriptions;
+#   - fresh: first purchases (SUBSCRIBED) of new subscriptions, signed like the aged ones';
 #   - aged: renewals (DID_RENEW) of subscriptions that already have HISTORY renewals behind them,
 #     stored first through the server itself (not measured);
 # each at saturation (128 connections) and at 4 (a webhook's real concurrency), every run posting
@@ -32,11 +32,15 @@ command -v wrk >/dev/null || { echo "benchmark.sh: needs wrk (apt-get install wr
 [ $((HISTORY + 1 + RENEWALS_PER_KEY)) -le 1000 ] || { echo "benchmark.sh: HISTORY + renewals exceed 1,000 periods" >&2; exit 1; }
 
 (cd Server && swift build -c release --product receiptkit-server)
-swift build -c release --product verify-receipt --product receiptkit-benchmark
+swift build -c release --product verify-receipt
+swift build -c release --product receiptkit-benchmark
 SERVER="$(cd Server && swift build -c release --show-bin-path)/receiptkit-server"
 BIN="$(swift build -c release --show-bin-path)"
 
-"$BIN/receiptkit-benchmark" --write-notification-bodies "$WORK/fresh.jsonl" --notifications "$FRESH"
+# Fresh: the first purchases of subscriptions numbered after the aged ones, the same notifications
+# as an aged key's first, so that fresh and aged differ in their history alone.
+"$BIN/receiptkit-benchmark" --write-renewal-bodies "$WORK/fresh.jsonl" --renewal-keys "$FRESH" --renewal-first-key "$KEYS" \
+    --renewal-first 0 --renewal-count 1
 "$BIN/receiptkit-benchmark" --write-renewal-bodies "$WORK/history.jsonl" --renewal-keys "$KEYS" --renewal-first 0 \
     --renewal-count $((HISTORY + 1))
 "$BIN/receiptkit-benchmark" --write-renewal-bodies "$WORK/aged.jsonl" --renewal-keys "$KEYS" \
@@ -62,31 +66,38 @@ PORT=$PORT LOG_LEVEL=warning taskset -c 1 "$SERVER" &
 SERVER_PID=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
 
-# post.lua: posts BODIES from line FIRST on; with STOP_AFTER, each connection's thread stops once
-# that many answers came back (wrk has no request count of its own).
+# post.lua: posts BODIES from line FIRST on, wrapping around at the end (a replay).
 cat > "$WORK/post.lua" <<'LUA'
 local bodies = {}
 for line in io.lines(os.getenv("BODIES")) do bodies[#bodies + 1] = line end
 local counter = tonumber(os.getenv("FIRST") or "0")
-local stopAfter = tonumber(os.getenv("STOP_AFTER") or "0")
-local answered = 0
 request = function()
   counter = counter + 1
   local body = bodies[(counter - 1) % #bodies + 1]
   return wrk.format("POST", "/appstore/notifications", {["Content-Type"] = "application/json"}, body)
 end
-response = function(status, headers, body)
-  answered = answered + 1
-  if stopAfter > 0 and answered >= stopAfter then wrk.thread:stop() end
-end
 LUA
 non_2xx() { awk '/Non-2xx/ {print $5; found=1} END {if (!found) print 0}' "$1"; }
+# The server's count of webhook answers with a status ("200", or anything but 200 with "other").
+answered() {
+    curl -sf "http://127.0.0.1:$PORT/metrics" | awk -v want="$1" '/^receiptkit_http_requests_total\{route="\/appstore\/notifications"/ {
+        ok = index($0, "status=\"200\"") > 0; if ((want == "200") == ok) n += $NF } END {print n + 0}'
+}
 
-# The aged keys' history, through the server, at saturation.
-BODIES="$WORK/history.jsonl" STOP_AFTER=$(wc -l < "$WORK/history.jsonl") taskset -c 0 \
-    wrk -t1 -c128 -d3600s -s "$WORK/post.lua" "http://127.0.0.1:$PORT" > "$WORK/history.txt"
-[ "$(non_2xx "$WORK/history.txt")" = 0 ] || { cat "$WORK/history.txt"; echo "benchmark.sh: storing the history failed" >&2; exit 1; }
-echo "stored $KEYS subscriptions with $HISTORY renewals each: $(awk '/Requests\/sec/ {print $2}' "$WORK/history.txt")/s"
+# The aged keys' history, through the server, at saturation: wrk runs until the server has
+# answered every notification of it (wrk has no request count of its own), then is stopped.
+HISTORY_COUNT=$(wc -l < "$WORK/history.jsonl")
+BODIES="$WORK/history.jsonl" taskset -c 0 wrk -t1 -c128 -d3600s -s "$WORK/post.lua" "http://127.0.0.1:$PORT" \
+    > "$WORK/history.txt" &
+WRK_PID=$!
+START=$(date +%s)
+while [ "$(answered 200)" -lt "$HISTORY_COUNT" ]; do
+    [ "$(answered other)" = 0 ] || { kill "$WRK_PID"; echo "benchmark.sh: storing the history failed" >&2; exit 1; }
+    kill -0 "$WRK_PID" 2>/dev/null || { echo "benchmark.sh: wrk stopped while storing the history" >&2; exit 1; }
+    sleep 1
+done
+kill -INT "$WRK_PID"; wait "$WRK_PID" || true
+echo "stored $KEYS subscriptions with $HISTORY renewals each in $(( $(date +%s) - START )) s"
 
 declare -A NEXT=([fresh]=0 [aged]=0)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
@@ -116,6 +127,7 @@ for connections in 128 4; do
         RATES[$kind-$connections]=$RATE
         PER_CPUS[$kind-$connections]=$PER_CPU
         P99S[$kind-$connections]=$P99
+        echo "$kind, $connections connections: $RATE/s, $PER_CPU per server CPU-second, p99 $P99"
     done
 done
 CLI_FRESH_AFTER=$(cli_rate "$WORK/fresh.jsonl")
@@ -131,7 +143,8 @@ cat > "$WORK/as_of.lua" <<LUA
 local counter = 0
 request = function()
   counter = counter + 1
-  return wrk.format("GET", "/v1/subscriptions/" .. (4000000000000000 + (counter % $KEYS) * 100000) .. "?as_of=$MIDDLE")
+  local id = string.format("%.0f", 4000000000000000 + (counter % $KEYS) * 100000)
+  return wrk.format("GET", "/v1/subscriptions/" .. id .. "?as_of=$MIDDLE")
 end
 LUA
 taskset -c 0 wrk -t1 -c1 -d"${SECONDS_PER_RUN}s" --latency -s "$WORK/as_of.lua" "http://127.0.0.1:$PORT" > "$WORK/as_of.txt"
@@ -151,7 +164,7 @@ def ms(text):
             return float(text[: -len(unit)]) * scale
     raise SystemExit(f"benchmark.sh: cannot read latency {text!r}")
 as_of_p50, as_of_p99 = ms(a[2]), ms(a[3])
-keys, history, seconds = a[4], a[5], a[6]
+keys, history, seconds = a[4], int(a[5]), a[6]
 runs = {}
 for index, name in enumerate(["fresh-128", "aged-128", "fresh-4", "aged-4"]):
     rate, per_cpu, p99 = a[7 + 3 * index : 10 + 3 * index]

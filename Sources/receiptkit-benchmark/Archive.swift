@@ -113,13 +113,14 @@ struct TransactionArchive {
         return count
     }
 
-    /// Writes the notifications of `keys` daily subscriptions' periods `first..<first + count`,
+    /// Writes the notifications of `keys` daily subscriptions (numbered from `firstKey`) periods
+    /// `first..<first + count`,
     /// one webhook body per line, period by period (every key's period `n`, then every key's
     /// `n + 1`), and returns how many it wrote: period 0 is a SUBSCRIBED (INITIAL_BUY)
     /// notification, each later one a DID_RENEW, each with its own transaction, renewal info and
     /// UUID. What a mature app receives: a renewal of a key with `first` periods behind it costs
     /// the server what its history makes it cost.
-    func writeRenewals(to path: String, keys: Int, first: Int, count: Int) throws -> Int {
+    func writeRenewals(to path: String, keys: Int, firstKey: Int = 0, first: Int, count: Int) throws -> Int {
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         defer { try? handle.close() }
@@ -132,7 +133,7 @@ struct TransactionArchive {
         let product = "com.receiptkit.example.premium.daily"
         var chunk: [UInt8] = []
         for period in first..<(first + count) {
-            for key in 0..<keys {
+            for key in firstKey..<(firstKey + keys) {
                 let original = 4_000_000_000_000_000 + Int64(key) * 100_000
                 let purchased = start + Int64(period) * month + Int64(key) * 1000
                 let token = String(format: "%08x-0000-4000-8000-%012x", key, key)

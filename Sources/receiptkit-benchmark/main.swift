@@ -4,7 +4,7 @@
 //     swift run -c release receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--repetitions N]
 //         [--state-subscriptions N] [--state-renewals N] [--write-archive PATH] [--ocsp N] [--ocsp-only]
 //         [--notifications N] [--notifications-only] [--write-notifications PATH] [--write-notification-bodies PATH]
-//         [--write-renewal-bodies PATH [--renewal-keys N] [--renewal-first N] [--renewal-count N]]
+//         [--write-renewal-bodies PATH [--renewal-keys N] [--renewal-first-key N] [--renewal-first N] [--renewal-count N]]
 //
 // It runs `openssl speed ecdsap256 rsa2048` (single core), then the release `verify-receipt`
 // beside this executable over generated batches of the project's own test vectors, and prints
@@ -60,6 +60,7 @@ struct Options {
     /// periods `renewalFirst..<renewalFirst + renewalCount` there and exit.
     var renewalsPath: String?
     var renewalKeys = 200
+    var renewalFirstKey = 0
     var renewalFirst = 0
     var renewalCount = 241
 
@@ -99,10 +100,11 @@ struct Options {
             case ("--ocsp", let value?) where value >= 1: ocspInputs = value
             case ("--notifications", let value?) where value >= 1: notifications = value
             case ("--renewal-keys", let value?) where value >= 1: renewalKeys = value
+            case ("--renewal-first-key", let value?) where value >= 0 && value < 40_000_000_000: renewalFirstKey = value
             case ("--renewal-first", let value?) where value >= 0: renewalFirst = value
             case ("--renewal-count", let value?) where value >= 1 && value <= 1000: renewalCount = value
             default:
-                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--state-subscriptions N] [--state-renewals N] [--write-archive PATH] [--openssl-seconds N] [--repetitions N] [--ocsp N] [--ocsp-only] [--notifications N] [--notifications-only] [--write-notifications PATH] [--write-notification-bodies PATH] [--write-renewal-bodies PATH [--renewal-keys N] [--renewal-first N] [--renewal-count N]]\n".utf8))
+                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--state-subscriptions N] [--state-renewals N] [--write-archive PATH] [--openssl-seconds N] [--repetitions N] [--ocsp N] [--ocsp-only] [--notifications N] [--notifications-only] [--write-notifications PATH] [--write-notification-bodies PATH] [--write-renewal-bodies PATH [--renewal-keys N] [--renewal-first-key N] [--renewal-first N] [--renewal-count N]]\n".utf8))
                 exit(64)
             }
         }
@@ -201,7 +203,8 @@ if let renewalsPath = options.renewalsPath {
         exit(64)
     }
     let count = try TransactionArchive(pki: "\(root)/TestVectors/pki").writeRenewals(
-        to: renewalsPath, keys: options.renewalKeys, first: options.renewalFirst, count: options.renewalCount)
+        to: renewalsPath, keys: options.renewalKeys, firstKey: options.renewalFirstKey, first: options.renewalFirst,
+        count: options.renewalCount)
     print("wrote \(count) notifications of \(options.renewalKeys) subscriptions' periods \(options.renewalFirst)..<\(options.renewalFirst + options.renewalCount) to \(renewalsPath)")
     exit(0)
 }

@@ -133,7 +133,7 @@ public struct EntitlementLedger: Sendable, Hashable {
                                   originalTransactionId: pool.string(key.originalTransactionId))
         let copy = copy.sharing(pool.traits(copy.traits))
         Self.insert(copy, into: &transactions[key, default: []], sameCopy: { $0.id == copy.id && $0.knownFrom == copy.knownFrom },
-                    isBefore: { $0.isStored(before: $1) }, wins: { $0.outranks($1) })
+                    isBefore: { $0.isStored(before: $1) }, wins: { $0.supersedes($1) })
     }
 
     /// Stores a copy of renewal info, as ``insert(_:under:)`` does a transaction's.
@@ -244,7 +244,9 @@ public struct EntitlementLedger: Sendable, Hashable {
     /// - Returns: Its state, or `nil`.
     public func state(for key: SubscriptionKey, at instant: Timestamp) -> SubscriptionState? {
         guard let copies = transactions[key] else { return nil }
-        // Sorted by id, then signed date: the last copy of each id signed by `instant` wins.
+        // Rule 1. Sorted by id, then signed date (copies signed at the same instant were already
+        // reduced to the one `LedgerTransaction.supersedes` ranks first): the last copy of each id
+        // signed by `instant` wins.
         var latest: [LedgerTransaction] = []
         var lastSigned = knownSinceAlways
         for copy in copies where copy.knownFrom <= instant {
@@ -255,6 +257,7 @@ public struct EntitlementLedger: Sendable, Hashable {
                 latest.append(copy)
             }
         }
+        // Rule 3's renewal info in use: the last signed by `instant` (ties reduced as above).
         let renewalInfo = renewalInfos[key.renewalKey]?.last { $0.knownFrom <= instant }
         if let renewalInfo { lastSigned = max(lastSigned, renewalInfo.knownFrom) }
         return SubscriptionState(key: key, transactions: latest, renewalInfo: renewalInfo, lastSignedDate: lastSigned,

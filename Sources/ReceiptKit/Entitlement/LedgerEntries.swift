@@ -222,7 +222,7 @@ struct LedgerTransaction: Sendable, Hashable {
     var expiresDate: Timestamp? { packedExpiresDate.value }
     var revocationDate: Timestamp? { packedRevocationDate.value }
 
-    /// Whether this copy wins over `other`, a copy of the same transaction: the later
+    /// Rule 1: whether this copy wins over `other`, a copy of the same transaction: the later
     /// ``knownFrom``; on equal dates, the fixed order of ``outranks(_:)``.
     func supersedes(_ other: LedgerTransaction) -> Bool {
         knownFrom != other.knownFrom ? knownFrom > other.knownFrom : outranks(other)
@@ -286,9 +286,9 @@ struct LedgerRenewalInfo: Sendable, Hashable {
     var gracePeriodExpiresDate: Timestamp? { packedGracePeriodExpiresDate.value }
     var renewalDate: Timestamp? { packedRenewalDate.value }
 
-    /// Whether this copy wins over `other`: the later ``knownFrom``; on equal dates, the later
-    /// `renewalDate`, then the later grace period end, then billing retry, then the greater
-    /// canonical text.
+    /// Rule 1 for renewal info (rule 3 uses the winner): whether this copy wins over `other`: the
+    /// later ``knownFrom``; on equal dates, the later `renewalDate`, then the later grace period
+    /// end, then billing retry, then the greater canonical text.
     func supersedes(_ other: LedgerRenewalInfo) -> Bool {
         if knownFrom != other.knownFrom { return knownFrom > other.knownFrom }
         if renewalDate != other.renewalDate { return Timestamp.orderNilFirst(other.renewalDate, renewalDate) }
