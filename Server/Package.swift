@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "receiptkit-server", targets: ["receiptkit-server"]),
         .library(name: "ReceiptKitServer", targets: ["ReceiptKitServer"]),
         .library(name: "AppStoreServerAPI", targets: ["AppStoreServerAPI"]),
+        .executable(name: "appstore-api", targets: ["appstore-api"]),
     ],
     dependencies: [
         .package(name: "ReceiptKit", path: ".."),
@@ -30,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
         // The App Store Server API client's HTTP (AppStoreServerAPI).
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // The appstore-api command's options.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         // The application: configuration, store, routes, metrics. Tests import it.
@@ -88,6 +91,16 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // The command: one subcommand per endpoint, and the StoreKit signers.
+        .executableTarget(
+            name: "appstore-api",
+            dependencies: [
+                "AppStoreServerAPI",
+                .product(name: "ReceiptKit", package: "ReceiptKit"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // A fake App Store Server API on loopback for tests (this package's, and the server's
         // reconciliation later): checks each request's token, answers Apple's JSON with JWS signed
         // under the test PKI. Not a product.
@@ -106,6 +119,7 @@ let package = Package(
             dependencies: [
                 "AppStoreServerAPI",
                 "AppStoreServerAPIFake",
+                "appstore-api",
                 .product(name: "ReceiptKit", package: "ReceiptKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],

@@ -132,7 +132,7 @@ public struct ConsumptionRequest: Sendable, Hashable, Encodable {
 
 /// The body of Send Consumption Information v1 (`PUT /inApps/v1/transactions/consumption/{id}`),
 /// deprecated by Apple in favour of ``ConsumptionRequest``. Enumerations are Apple's raw integers.
-public struct ConsumptionRequestV1: Sendable, Hashable, Encodable {
+public struct ConsumptionRequestV1: Sendable, Hashable, Codable {
     public var customerConsented: Bool?
     public var consumptionStatus: Int32?
     public var platform: Int32?
