@@ -217,19 +217,17 @@ struct Session {
     }
 
     /// Prints a JSON object on one line, members sorted.
-    func object(_ value: [String: Any]) {
-        line(Self.jsonText(value))
+    func object(_ value: [String: Any]) throws {
+        line(try Self.jsonText(value))
     }
 
     /// A webhook body around a notification's JWS.
-    func webhookBody(_ signedPayload: String) -> String {
-        Self.jsonText(["signedPayload": signedPayload])
+    func webhookBody(_ signedPayload: String) throws -> String {
+        try Self.jsonText(["signedPayload": signedPayload])
     }
 
-    static func jsonText(_ value: [String: Any]) -> String {
-        // Values are strings, numbers, booleans, arrays and objects of them: serialization cannot fail.
-        let data = (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+    static func jsonText(_ value: [String: Any]) throws -> String {
+        String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
     }
 }
 
@@ -250,6 +248,12 @@ func parseBool(_ text: String, _ option: String) throws -> Bool {
     }
 }
 
+extension Optional {
+    /// The value for JSONSerialization: JSON `null` when absent.
+    var orNull: Any { self.map { $0 as Any } ?? NSNull() }
+}
+
 extension Optional where Wrapped == Timestamp {
+    /// Milliseconds since 1970, as Apple writes instants, or JSON `null`.
     var json: Any { self.map { $0.millisecondsSince1970 as Any } ?? NSNull() }
 }

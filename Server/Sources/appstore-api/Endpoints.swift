@@ -13,7 +13,7 @@ struct TransactionCommand: AsyncParsableCommand {
     func run() async throws {
         try await Session.run(options) { session in
             let item = try await session.client.transactionInfo(transactionId)
-            session.json ? session.object(["signedTransactionInfo": item.jws]) : session.line(item.jws)
+            if session.json { try session.object(["signedTransactionInfo": item.jws]) } else { session.line(item.jws) }
         }
     }
 }
@@ -60,9 +60,9 @@ struct HistoryCommand: AsyncParsableCommand {
         try await Session.run(options) { session in
             for try await page in session.client.transactionHistoryPages(transactionId, filter: filter) {
                 if session.json {
-                    session.object([
-                        "revision": page.revision as Any, "hasMore": page.hasMore, "bundleId": page.bundleId as Any,
-                        "appAppleId": page.appAppleId as Any, "environment": page.rawEnvironment as Any,
+                    try session.object([
+                        "revision": page.revision.orNull, "hasMore": page.hasMore, "bundleId": page.bundleId.orNull,
+                        "appAppleId": page.appAppleId.orNull, "environment": page.rawEnvironment.orNull,
                         "signedTransactions": page.transactions.map(\.jws),
                     ])
                 } else {
@@ -99,15 +99,15 @@ struct StatusesCommand: AsyncParsableCommand {
         try await Session.run(options) { session in
             let statuses = try await session.client.subscriptionStatuses(transactionId, status: filter)
             if session.json {
-                session.object([
-                    "environment": statuses.rawEnvironment as Any, "bundleId": statuses.bundleId as Any,
-                    "appAppleId": statuses.appAppleId as Any,
+                try session.object([
+                    "environment": statuses.rawEnvironment.orNull, "bundleId": statuses.bundleId.orNull,
+                    "appAppleId": statuses.appAppleId.orNull,
                     "data": statuses.groups.map { group in
                         [
-                            "subscriptionGroupIdentifier": group.subscriptionGroupIdentifier as Any,
+                            "subscriptionGroupIdentifier": group.subscriptionGroupIdentifier.orNull,
                             "lastTransactions": group.lastTransactions.map { item in
                                 [
-                                    "status": item.rawStatus as Any, "originalTransactionId": item.originalTransactionId as Any,
+                                    "status": item.rawStatus.orNull, "originalTransactionId": item.originalTransactionId.orNull,
                                     "signedTransactionInfo": item.transaction.jws, "signedRenewalInfo": item.renewalInfo.jws,
                                 ]
                             },
@@ -137,7 +137,7 @@ struct RefundsCommand: AsyncParsableCommand {
         try await Session.run(options) { session in
             for try await page in session.client.refundHistoryPages(transactionId) {
                 if session.json {
-                    session.object(["revision": page.revision as Any, "hasMore": page.hasMore,
+                    try session.object(["revision": page.revision.orNull, "hasMore": page.hasMore,
                                     "signedTransactions": page.transactions.map(\.jws)])
                 } else {
                     page.transactions.forEach { session.line($0.jws) }
@@ -160,7 +160,7 @@ struct OrderCommand: AsyncParsableCommand {
         try await Session.run(options) { session in
             let order = try await session.client.lookUpOrder(orderId)
             if session.json {
-                session.object(["status": order.rawStatus as Any, "signedTransactions": order.transactions.map(\.jws)])
+                try session.object(["status": order.rawStatus.orNull, "signedTransactions": order.transactions.map(\.jws)])
             } else {
                 order.transactions.forEach { session.line($0.jws) }
             }
@@ -184,7 +184,7 @@ struct AppTransactionCommand: AsyncParsableCommand {
     func run() async throws {
         try await Session.run(options) { session in
             let item = try await session.client.appTransactionInfo(transactionId)
-            session.json ? session.object(["signedAppTransactionInfo": item.jws]) : session.line(item.jws)
+            if session.json { try session.object(["signedAppTransactionInfo": item.jws]) } else { session.line(item.jws) }
         }
     }
 }
@@ -211,14 +211,14 @@ struct NotificationsCommand: AsyncParsableCommand {
         try await Session.run(options) { session in
             for try await page in session.client.notificationHistoryPages(request) {
                 if session.json {
-                    session.object([
-                        "paginationToken": page.paginationToken as Any, "hasMore": page.hasMore,
+                    try session.object([
+                        "paginationToken": page.paginationToken.orNull, "hasMore": page.hasMore,
                         "notificationHistory": page.items.map { item in
                             ["signedPayload": item.notification.signedPayload, "sendAttempts": item.sendAttempts.map(Self.json)]
                         },
                     ])
                 } else {
-                    page.items.forEach { session.line(session.webhookBody($0.notification.signedPayload)) }
+                    for item in page.items { session.line(try session.webhookBody(item.notification.signedPayload)) }
                 }
                 session.reject(page.rejected)
             }
@@ -226,7 +226,7 @@ struct NotificationsCommand: AsyncParsableCommand {
     }
 
     static func json(_ attempt: SendAttempt) -> [String: Any] {
-        ["attemptDate": attempt.attemptDate.json, "sendAttemptResult": attempt.rawSendAttemptResult as Any]
+        ["attemptDate": attempt.attemptDate.json, "sendAttemptResult": attempt.rawSendAttemptResult.orNull]
     }
 }
 
@@ -243,15 +243,15 @@ struct TestNotificationCommand: AsyncParsableCommand {
         try await Session.run(options) { session in
             guard let token else {
                 let token = try await session.client.requestTestNotification()
-                session.json ? session.object(["testNotificationToken": token]) : session.line(token)
+                if session.json { try session.object(["testNotificationToken": token]) } else { session.line(token) }
                 return
             }
             let status = try await session.client.testNotificationStatus(token)
             if session.json {
-                session.object(["signedPayload": status.notification.signedPayload,
+                try session.object(["signedPayload": status.notification.signedPayload,
                                 "sendAttempts": status.sendAttempts.map(NotificationsCommand.json)])
             } else {
-                session.line(session.webhookBody(status.notification.signedPayload))
+                session.line(try session.webhookBody(status.notification.signedPayload))
             }
         }
     }
@@ -351,9 +351,9 @@ struct ExtendCommand: AsyncParsableCommand {
             let answer = try await session.client.extendRenewalDate(
                 originalTransactionId: originalTransactionId,
                 ExtendRenewalDateRequest(extendByDays: days, extendReasonCode: reason, requestIdentifier: requestIdentifier))
-            session.object([
-                "originalTransactionId": answer.originalTransactionId as Any, "webOrderLineItemId": answer.webOrderLineItemId as Any,
-                "success": answer.success as Any, "effectiveDate": answer.effectiveDate.json,
+            try session.object([
+                "originalTransactionId": answer.originalTransactionId.orNull, "webOrderLineItemId": answer.webOrderLineItemId.orNull,
+                "success": answer.success.orNull, "effectiveDate": answer.effectiveDate.json,
             ])
             if answer.success != true {
                 AppStoreAPI.complain("extension_failed: Apple did not extend \(originalTransactionId)")
@@ -381,7 +381,7 @@ struct ExtendAllCommand: AsyncParsableCommand {
             let identifier = try await session.client.massExtendRenewalDate(MassExtendRenewalDateRequest(
                 extendByDays: days, extendReasonCode: reason, requestIdentifier: requestIdentifier,
                 storefrontCountryCodes: storefronts.isEmpty ? nil : storefronts, productId: productId))
-            session.object(["requestIdentifier": identifier])
+            try session.object(["requestIdentifier": identifier])
         }
     }
 }
@@ -398,10 +398,10 @@ struct ExtendStatusCommand: AsyncParsableCommand {
     func run() async throws {
         try await Session.run(options) { session in
             let status = try await session.client.massExtendRenewalDateStatus(productId: productId, requestIdentifier: requestIdentifier)
-            session.object([
-                "requestIdentifier": status.requestIdentifier as Any, "complete": status.complete as Any,
-                "completeDate": status.completeDate.json, "succeededCount": status.succeededCount as Any,
-                "failedCount": status.failedCount as Any,
+            try session.object([
+                "requestIdentifier": status.requestIdentifier.orNull, "complete": status.complete.orNull,
+                "completeDate": status.completeDate.json, "succeededCount": status.succeededCount.orNull,
+                "failedCount": status.failedCount.orNull,
             ])
         }
     }

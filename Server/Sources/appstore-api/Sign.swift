@@ -38,9 +38,8 @@ struct SignCommand: ParsableCommand {
         }
     }
 
-    static func printJSON(_ value: [String: Any]) {
-        let data = (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        print(String(decoding: data, as: UTF8.self))
+    static func printJSON(_ value: [String: Any]) throws {
+        print(try Session.jsonText(value))
     }
 
     struct PromotionalOffer: ParsableCommand {
@@ -62,7 +61,7 @@ struct SignCommand: ParsableCommand {
                     productId: productId, offerId: offerId, appAccountToken: appAccountToken, nonce: nonce,
                     timestamp: common.instant.millisecondsSince1970)
             }
-            SignCommand.printJSON([
+            try SignCommand.printJSON([
                 "key_id": signature.keyId, "nonce": signature.nonce, "timestamp": signature.timestamp, "signature": signature.signature,
             ])
         }
@@ -84,7 +83,7 @@ struct SignCommand: ParsableCommand {
                 try signer.promotionalOfferV2(
                     productId: productId, offerIdentifier: offerId, transactionId: transactionId, issuedAt: common.instant, nonce: nonce)
             }
-            SignCommand.printJSON(["jws": jws])
+            try SignCommand.printJSON(["jws": jws])
         }
     }
 
@@ -108,7 +107,7 @@ struct SignCommand: ParsableCommand {
                     productId: productId, allowIntroductoryOffer: allow, transactionId: transactionId, issuedAt: common.instant,
                     nonce: nonce)
             }
-            SignCommand.printJSON(["jws": jws])
+            try SignCommand.printJSON(["jws": jws])
         }
     }
 
@@ -128,7 +127,7 @@ struct SignCommand: ParsableCommand {
             let nonce = try common.resolvedNonce()
             let signer = try common.signer()
             let jws = try SignCommand.signing { try signer.advancedCommerceRequest(Array(data), issuedAt: common.instant, nonce: nonce) }
-            SignCommand.printJSON(["jws": jws])
+            try SignCommand.printJSON(["jws": jws])
         }
     }
 }

@@ -547,7 +547,8 @@ public final class FakeAppStoreServerAPI: Sendable {
         }
     }
 
-    static func base64URL(_ text: String) -> Data? {
+    /// Decodes unpadded base64url (a JWS segment).
+    public static func base64URL(_ text: String) -> Data? {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         return Data(base64Encoded: base64)

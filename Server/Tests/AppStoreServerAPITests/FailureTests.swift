@@ -196,7 +196,9 @@ struct FailureTests {
             }
             #expect(error.code == .timeout)
             #expect(ContinuousClock.now - started < .seconds(3))
-            #expect(fake.requests.count == 2)
+            // Five attempts were allowed; the 0.7 s deadline leaves room for two at most.
+            #expect((1...2).contains(error.attempts))
+            #expect(fake.requests.count <= 2)
         }
     }
 
