@@ -353,21 +353,22 @@ public struct AppStoreServerAPIClient: Sendable {
 
     /// Extend a Subscription Renewal Date.
     ///
-    /// `PUT /inApps/v1/subscriptions/extend/{originalTransactionId}`, retried: Apple answers a
-    /// repeated `requestIdentifier` with the first answer.
+    /// `PUT /inApps/v1/subscriptions/extend/{originalTransactionId}`; retried only after a 429:
+    /// Apple does not document that a repeated `requestIdentifier` is applied once.
     public func extendRenewalDate(
         originalTransactionId: String, _ request: ExtendRenewalDateRequest
     ) async throws -> ExtendRenewalDateResponse {
-        try await send(.PUT, ["inApps", "v1", "subscriptions", "extend", originalTransactionId], body: encode(request))
+        try await send(
+            .PUT, ["inApps", "v1", "subscriptions", "extend", originalTransactionId], body: encode(request), retry: .onlyRateLimited)
     }
 
     /// Extend Subscription Renewal Dates for All Active Subscribers; returns the request
     /// identifier to follow it with ``massExtendRenewalDateStatus(productId:requestIdentifier:)``.
     ///
-    /// `POST /inApps/v1/subscriptions/extend/mass`, retried: Apple ignores a repeated `requestIdentifier`.
+    /// `POST /inApps/v1/subscriptions/extend/mass`; retried only after a 429.
     public func massExtendRenewalDate(_ request: MassExtendRenewalDateRequest) async throws -> String {
         let body: MassExtendRenewalDateResponseBody = try await send(
-            .POST, ["inApps", "v1", "subscriptions", "extend", "mass"], body: encode(request))
+            .POST, ["inApps", "v1", "subscriptions", "extend", "mass"], body: encode(request), retry: .onlyRateLimited)
         return body.requestIdentifier ?? request.requestIdentifier
     }
 

@@ -342,7 +342,7 @@ struct ExtendCommand: AsyncParsableCommand {
     @Argument(help: "The subscription's original transaction id.") var originalTransactionId: String
     @Option(help: "Days to extend by, 1-90.") var days: Int32
     @Option(help: "0 undeclared, 1 customer satisfaction, 2 other, 3 service issue or outage.") var reason: Int32
-    @Option(name: .customLong("request-id"), help: "Your id for this extension; a repeated one gets the first answer.")
+    @Option(name: .customLong("request-id"), help: "Your id for this extension, carried back in Apple's answer.")
     var requestIdentifier: String
     @OptionGroup var options: APIOptions
 

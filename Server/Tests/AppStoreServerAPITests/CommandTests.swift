@@ -5,7 +5,8 @@ import Testing
 
 /// The built `appstore-api` against the fake App Store Server API: what it prints, where, and
 /// its exit status; and `appstore-api history … | verify-receipt --state -`.
-@Suite("appstore-api command")
+/// Serialized: each test starts the command several times, and the machine is shared.
+@Suite("appstore-api command", .serialized)
 struct CommandTests {
     @Test("history prints every page's transactions, one verified JWS per line, in Apple's order; exit 0")
     func history() async throws {
@@ -208,7 +209,7 @@ struct CommandTests {
 }
 
 /// `appstore-api sign …`: each output checked with the key's public half and field by field.
-@Suite("appstore-api sign")
+@Suite("appstore-api sign", .serialized)
 struct SignCommandTests {
     static let nonce = "d5a4e1b2-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 

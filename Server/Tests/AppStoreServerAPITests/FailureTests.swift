@@ -151,7 +151,7 @@ struct FailureTests {
         }
     }
 
-    @Test("a request that is not idempotent is not retried after a 500 (a test notification), but is after a 429")
+    @Test("a request that is not idempotent is not retried after a 5xx (a test notification, an extension), but is after a 429")
     func notRetried() async throws {
         try await Fixture.withFake(configure: { $0.enqueue(.status(500), path: "/inApps/v1/notifications/test") }) { fake, client in
             let error = try await #require(throws: AppStoreServerAPIError.self) { try await client.requestTestNotification() }
@@ -160,6 +160,13 @@ struct FailureTests {
             fake.enqueue(.status(429, retryAfter: "0"), path: "/inApps/v1/transactions/2000000201/finish")
             try await client.finishTransaction("2000000201")
             #expect(fake.requests.count == 3)
+            fake.enqueue(.status(502), path: "/inApps/v1/subscriptions/extend")
+            let extend = try await #require(throws: AppStoreServerAPIError.self) {
+                try await client.extendRenewalDate(
+                    originalTransactionId: "2000000100", ExtendRenewalDateRequest(extendByDays: 1, extendReasonCode: 3, requestIdentifier: "x"))
+            }
+            #expect(extend.code == .serverError && extend.attempts == 1)
+            #expect(fake.requests.count == 4)
         }
     }
 

@@ -175,8 +175,8 @@ public struct ExtendRenewalDateRequest: Sendable, Hashable, Encodable {
     public var extendByDays: Int32
     /// Apple's reason: 0 undeclared, 1 customer satisfaction, 2 other, 3 service issue or outage.
     public var extendReasonCode: Int32
-    /// Your identifier for this extension (at most 128 characters); Apple answers a repeated one
-    /// with the first answer, which makes the request safe to retry.
+    /// Your identifier for this extension (at most 128 characters), which Apple's answer and
+    /// notifications carry back.
     public var requestIdentifier: String
 
     /// Creates a body.
