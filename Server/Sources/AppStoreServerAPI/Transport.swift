@@ -292,24 +292,31 @@ public struct AppStoreServerAPIPages<Page: Sendable>: AsyncSequence, Sendable {
         var token: String?
         var finished = false
         var seen: Set<String> = []
+        /// A fault of the last page's token, thrown by the next call: that page is still returned.
+        var pendingFailure: AppStoreServerAPIError?
 
         init(fetch: @escaping Fetch) {
             self.fetch = fetch
         }
 
         public mutating func next() async throws -> Page? {
+            if let failure = pendingFailure {
+                pendingFailure = nil
+                finished = true
+                throw failure
+            }
             guard !finished else { return nil }
             let (page, next, hasMore) = try await fetch(token)
             if hasMore {
-                guard let next, !next.isEmpty else {
-                    finished = true
-                    throw AppStoreServerAPIError(.malformedResponse, "Apple's page says hasMore but carries no token for the next page")
+                if let next, !next.isEmpty, seen.insert(next).inserted {
+                    token = next
+                } else if let next, !next.isEmpty {
+                    pendingFailure = AppStoreServerAPIError(
+                        .malformedResponse, "Apple's page repeats the token '\(next)' of an earlier page")
+                } else {
+                    pendingFailure = AppStoreServerAPIError(
+                        .malformedResponse, "Apple's page says hasMore but carries no token for the next page")
                 }
-                guard seen.insert(next).inserted else {
-                    finished = true
-                    throw AppStoreServerAPIError(.malformedResponse, "Apple's page repeats the token '\(next)' of an earlier page")
-                }
-                token = next
             } else {
                 finished = true
             }

@@ -108,6 +108,9 @@ struct APIOptions: ParsableArguments {
         "A trusted root's SHA-256 fingerprint, hex (repeatable). Replaces Apple's built-in pins.", valueName: "hex"))
     var pins: [String] = []
 
+    @Option(name: .customLong("app-apple-id"), help: "Require this App Apple ID in every signed item.")
+    var appAppleId: Int64?
+
     @Option(name: .customLong("max-attempts"), help: "The most requests one call sends, retries included (default 4).")
     var maximumAttempts: Int = 4
 
@@ -132,7 +135,7 @@ struct APIOptions: ParsableArguments {
     /// The verifier: the roots asked for (Apple's pins by default), the app's bundle id and the
     /// environment, each item validated at its own signed date.
     func verifier(bundleId: String, environment: AppStoreEnvironment) throws -> AppStoreVerifier {
-        var configuration = AppStoreVerifier.Configuration(bundleId: bundleId, environment: environment)
+        var configuration = AppStoreVerifier.Configuration(bundleId: bundleId, appAppleId: appAppleId, environment: environment)
         if !roots.isEmpty || !pins.isEmpty {
             let certificates = try roots.map { path -> [UInt8] in
                 guard let data = FileManager.default.contents(atPath: path) else {

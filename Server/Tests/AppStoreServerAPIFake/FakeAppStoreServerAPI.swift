@@ -108,6 +108,7 @@ public final class FakeAppStoreServerAPI: Sendable {
         var testNotifications: [String: String] = [:]
         var pageSize = 20
         var failedNotificationIds: Set<String> = []
+        var loopingPages = false
     }
 
     public let credentials: Credentials
@@ -166,6 +167,13 @@ public final class FakeAppStoreServerAPI: Sendable {
     public var failedNotificationTransactionIds: Set<String> {
         get { state.withLock { $0.failedNotificationIds } }
         set { state.withLock { $0.failedNotificationIds = newValue } }
+    }
+
+    /// Whether every page says `hasMore` with the token of the second page: a server bug the
+    /// client must not loop on.
+    public var loopingPages: Bool {
+        get { state.withLock { $0.loopingPages } }
+        set { state.withLock { $0.loopingPages = newValue } }
     }
 
     /// Every request received, in order.
@@ -476,6 +484,9 @@ public final class FakeAppStoreServerAPI: Sendable {
             offset = parsed
         }
         let end = min(items.count, offset + state.pageSize)
+        if state.loopingPages {
+            return Self.json(make(Array(items[offset..<end]), "r\(state.pageSize)", true))
+        }
         let hasMore = end < items.count
         return Self.json(make(Array(items[offset..<end]), hasMore ? "r\(end)" : nil, hasMore))
     }

@@ -240,6 +240,20 @@ struct FailureTests {
         }
     }
 
+    @Test("pages whose token repeats end the sequence with malformed_response instead of looping")
+    func loopingPages() async throws {
+        try await Fixture.withFake(configure: { $0.loopingPages = true }) { fake, client in
+            var pages = 0
+            let error = try await #require(throws: AppStoreServerAPIError.self) {
+                for try await _ in client.transactionHistoryPages("2000000100") { pages += 1 }
+            }
+            #expect(error.code == .malformedResponse)
+            // The second page is returned (it verified); its token, the first page's again, is not followed.
+            #expect(pages == 2)
+            #expect(fake.requests.map { $0.queryValues("revision") } == [[], ["r20"]])
+        }
+    }
+
     @Test("Xcode has no API; LocalTesting needs a base URL; Apple's base URLs per environment")
     func environments() throws {
         let key = try Fixture.key()
