@@ -159,15 +159,18 @@ struct Transport: Sendable {
         let headers: HTTPHeaders
         let body: [UInt8]
         do {
-            let response = try await httpClient.execute(http, timeout: .nanoseconds(Self.nanoseconds(timeout)))
-            status = Int(response.status.code)
-            headers = response.headers
-            var buffer = try await response.body.collect(upTo: configuration.maximumResponseSize)
-            body = buffer.readBytes(length: buffer.readableBytes) ?? []
+            // AsyncHTTPClient's own deadline ends when the head arrives: the race also bounds the body.
+            (status, headers, body) = try await Self.within(timeout) { [httpClient, configuration, http] in
+                let response = try await httpClient.execute(http, timeout: .nanoseconds(Self.nanoseconds(timeout)))
+                var buffer = try await response.body.collect(upTo: configuration.maximumResponseSize)
+                return (Int(response.status.code), response.headers, buffer.readBytes(length: buffer.readableBytes) ?? [])
+            }
+        } catch is RequestTimedOut {
+            throw Failure(kind: .timeout, error: AppStoreServerAPIError(
+                .timeout, "no complete answer from \(baseURL) within \(Self.seconds(timeout)) s"), retryAfter: nil)
         } catch is CancellationError {
             throw CancellationError()
-        } catch let error as NIOTooManyBytesError {
-            _ = error
+        } catch is NIOTooManyBytesError {
             throw Failure(kind: .final, error: AppStoreServerAPIError(
                 .malformedResponse, "Apple's answer is larger than \(configuration.maximumResponseSize) bytes"), retryAfter: nil)
         } catch let error as HTTPClientError
@@ -180,6 +183,26 @@ struct Transport: Sendable {
         }
         if (200..<300).contains(status) { return body }
         throw failure(status: status, headers: headers, body: body, token: token)
+    }
+
+    /// Thrown by ``within(_:_:)`` when the time is up.
+    struct RequestTimedOut: Error {}
+
+    /// The result of `body`, or ``RequestTimedOut`` when it takes longer than `timeout` (`body`
+    /// is then cancelled).
+    static func within<Result: Sendable>(
+        _ timeout: Duration, _ body: @escaping @Sendable () async throws -> Result
+    ) async throws -> Result {
+        try await withThrowingTaskGroup(of: Result.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw RequestTimedOut()
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw RequestTimedOut() }
+            return first
+        }
     }
 
     /// The failure an HTTP status other than 2xx stands for.

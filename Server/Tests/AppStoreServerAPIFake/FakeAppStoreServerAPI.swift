@@ -83,6 +83,8 @@ public final class FakeAppStoreServerAPI: Sendable {
         case status(Int, retryAfter: String? = nil)
         /// No answer for this long (then the usual answer).
         case stall(Duration)
+        /// The usual status and headers, then half the body, then nothing for this long.
+        case stallBody(Duration)
     }
 
     /// A request as the fake received it.
@@ -249,10 +251,20 @@ public final class FakeAppStoreServerAPI: Sendable {
             return response
         case .stall(let duration):
             try await Task.sleep(for: duration)
-        case nil:
+        case .stallBody, nil:
             break
         }
         let segments = path.split(separator: "/").map { String($0).removingPercentEncoding ?? String($0) }
+        if case .stallBody(let duration) = fault {
+            // A body announced as 64 bytes, of which 8 come before the stall.
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: ResponseBody(contentLength: 64) { writer in
+                    try await writer.write(ByteBuffer(string: "{\"signed"))
+                    try await Task.sleep(for: duration)
+                    try await writer.finish(nil)
+                })
+        }
         return route(method: method, segments, query: query, body: bodyBytes)
     }
 

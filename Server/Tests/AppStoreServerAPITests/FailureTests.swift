@@ -190,6 +190,27 @@ struct FailureTests {
         }
     }
 
+    @Test("an answer whose body stalls after its head times out too")
+    func stalledBody() async throws {
+        let fake = try Fixture.fake()
+        try await fake.run { baseURL in
+            fake.enqueue(.stallBody(.seconds(30)), path: "/inApps")
+            let policy = AppStoreServerAPIClient.RetryPolicy(
+                maximumAttempts: 2, requestTimeout: .milliseconds(300), initialBackoff: .milliseconds(10))
+            let started = ContinuousClock.now
+            let item = try await Fixture.client(baseURL, retry: policy).transactionInfo("2000000100")
+            #expect(item.verified.payload.transactionId == "2000000100")
+            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(fake.requests.count == 2)
+            fake.enqueue(.stallBody(.seconds(30)), path: "/inApps")
+            let once = AppStoreServerAPIClient.RetryPolicy(maximumAttempts: 1, requestTimeout: .milliseconds(300))
+            let error = try await #require(throws: AppStoreServerAPIError.self) {
+                try await Fixture.client(baseURL, retry: once).transactionInfo("2000000100")
+            }
+            #expect(error.code == .timeout)
+        }
+    }
+
     @Test("the overall timeout bounds a call, retries included")
     func overallTimeout() async throws {
         let fake = try Fixture.fake()
