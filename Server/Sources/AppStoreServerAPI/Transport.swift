@@ -78,6 +78,10 @@ struct Transport: Sendable {
 
     /// Sends `request` until it succeeds or may not be retried, and returns the 2xx answer's body.
     func send(_ request: Request) async throws -> [UInt8] {
+        // An empty or dot segment would name another resource ("/transactions/" or "/transactions/..").
+        if let segment = request.path.first(where: { $0.isEmpty || $0 == "." || $0 == ".." }) {
+            throw AppStoreServerAPIError(.invalidRequest, "an identifier in the request path is '\(segment)'")
+        }
         let monotonic = ContinuousClock()
         let deadline = monotonic.now + policy.overallTimeout
         var attempt = 0

@@ -27,12 +27,17 @@ struct FailureTests {
         }
     }
 
-    @Test("a path segment is percent-encoded: an id cannot reach another endpoint")
+    @Test("a path segment is percent-encoded, and an empty or dot one refused: an id cannot reach another endpoint")
     func pathEncoding() async throws {
         try await Fixture.withFake { fake, client in
             _ = try? await client.transactionInfo("2000000100/finish")
             #expect(fake.requests.last?.path == "/inApps/v1/transactions/2000000100%2Ffinish")
             #expect(fake.requests.last?.method == "GET")
+            for id in ["", ".", ".."] {
+                let error = try await #require(throws: AppStoreServerAPIError.self) { try await client.transactionInfo(id) }
+                #expect(error.code == .invalidRequest)
+            }
+            #expect(fake.requests.count == 1)
         }
     }
 
