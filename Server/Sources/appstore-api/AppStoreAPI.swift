@@ -72,17 +72,26 @@ struct CredentialOptions: ParsableArguments {
     func resolvedBundleId() throws -> String { try value(bundleId, "APPSTORE_BUNDLE_ID", "--bundle-id") }
 
     /// The key, read from its `.p8` file.
-    func key(needsIssuer: Bool = true) throws -> InAppPurchaseKey {
+    func key() throws -> InAppPurchaseKey {
+        let (keyId, signingKey) = try signingKey()
+        let issuerId = try value(self.issuerId, "APPSTORE_API_ISSUER_ID", "--issuer-id")
+        do {
+            return try InAppPurchaseKey(keyId: keyId, issuerId: issuerId, signingKey: signingKey)
+        } catch let error as ReceiptKitError {
+            throw ValidationError("\(error.code): \(error.message)")
+        }
+    }
+
+    /// The key id and the private key of its `.p8` file (a promotional offer V1 needs no issuer id).
+    func signingKey() throws -> (keyId: String, key: ES256SigningKey) {
         let keyId = try value(self.keyId, "APPSTORE_API_KEY_ID", "--key-id")
-        let issuerId = needsIssuer ? try value(self.issuerId, "APPSTORE_API_ISSUER_ID", "--issuer-id")
-            : (self.issuerId ?? environmentVariables["APPSTORE_API_ISSUER_ID"] ?? "-")
         let path = try value(privateKeyFile, "APPSTORE_API_PRIVATE_KEY_FILE", "--private-key")
         guard let data = FileManager.default.contents(atPath: path) else {
             AppStoreAPI.complain("cannot read the private key \(path)")
             throw AppStoreAPI.Status.cannotRead
         }
         do {
-            return try InAppPurchaseKey(keyId: keyId, issuerId: issuerId, signingKey: ES256SigningKey(pemBytes: Array(data)))
+            return (keyId, try ES256SigningKey(pemBytes: Array(data)))
         } catch let error as ReceiptKitError {
             throw ValidationError("\(path): \(error.code): \(error.message)")
         }

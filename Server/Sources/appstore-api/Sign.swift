@@ -55,9 +55,10 @@ struct SignCommand: ParsableCommand {
 
         func run() throws {
             let nonce = try common.resolvedNonce()
+            let (keyId, signingKey) = try common.credentials.signingKey()
             let signature = try SignCommand.signing {
                 try PromotionalOfferSignatureV1(
-                    key: common.credentials.key(needsIssuer: false), bundleId: common.credentials.resolvedBundleId(),
+                    keyId: keyId, signingKey: signingKey, bundleId: common.credentials.resolvedBundleId(),
                     productId: productId, offerId: offerId, appAccountToken: appAccountToken, nonce: nonce,
                     timestamp: common.instant.millisecondsSince1970)
             }

@@ -213,10 +213,10 @@ struct CommandTests {
 struct SignCommandTests {
     static let nonce = "d5a4e1b2-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 
-    func sign(_ arguments: [String]) async throws -> [String: Any] {
+    func sign(_ arguments: [String], environment: [String: String]? = nil) async throws -> [String: Any] {
         let result = try await Command.run(
             Command.appstoreAPI, ["sign"] + arguments + ["--nonce", Self.nonce, "--timestamp", "1767225600123"],
-            environment: try Command.environment())
+            environment: try environment ?? Command.environment())
         #expect(result.status == 0, "\(result.stderr)")
         return try #require(try result.objects().first)
     }
@@ -239,10 +239,13 @@ struct SignCommandTests {
 
     @Test("sign promotional-offer: key_id, nonce, timestamp, and a DER signature over the U+2063-joined fields")
     func promotionalOffer() async throws {
+        // V1 needs no issuer id.
+        var environment = try Command.environment()
+        environment["APPSTORE_API_ISSUER_ID"] = nil
         let output = try await sign([
             "promotional-offer", "--product-id", "com.receiptkit.monthly", "--offer-id", "WINBACK10",
             "--app-account-token", "7E3FB20B-4CDB-47CC-936D-99D65F608138",
-        ])
+        ], environment: environment)
         #expect(Set(output.keys) == ["key_id", "nonce", "timestamp", "signature"])
         #expect(output["key_id"] as? String == Fixture.keyId && output["nonce"] as? String == Self.nonce)
         #expect((output["timestamp"] as? NSNumber)?.int64Value == 1_767_225_600_123)

@@ -48,18 +48,30 @@ public struct PromotionalOfferSignatureV1: Sendable, Hashable {
         key: InAppPurchaseKey, bundleId: String, productId: String, offerId: String, appAccountToken: String = "",
         nonce: UUID, timestamp: Int64
     ) throws {
-        for (name, value) in [("bundle id", bundleId), ("product id", productId), ("offer id", offerId)] where value.isEmpty {
+        try self.init(
+            keyId: key.keyId, signingKey: key.signingKey, bundleId: bundleId, productId: productId, offerId: offerId,
+            appAccountToken: appAccountToken, nonce: nonce, timestamp: timestamp)
+    }
+
+    /// Signs a promotional offer with a key given by its id and private key (V1 needs no issuer
+    /// id); see ``init(key:bundleId:productId:offerId:appAccountToken:nonce:timestamp:)``.
+    public init(
+        keyId: String, signingKey: ES256SigningKey, bundleId: String, productId: String, offerId: String,
+        appAccountToken: String = "", nonce: UUID, timestamp: Int64
+    ) throws {
+        let fields = [("key id", keyId), ("bundle id", bundleId), ("product id", productId), ("offer id", offerId)]
+        for (name, value) in fields where value.isEmpty {
             throw ReceiptKitError(.invalidSigningInput, "the \(name) is empty")
         }
         guard appAccountToken.isEmpty || UUID(uuidString: appAccountToken) != nil else {
             throw ReceiptKitError(.invalidSigningInput, "the app account token '\(appAccountToken)' is not a UUID")
         }
         let payload = Self.payload(
-            bundleId: bundleId, keyId: key.keyId, productId: productId, offerId: offerId,
+            bundleId: bundleId, keyId: keyId, productId: productId, offerId: offerId,
             appAccountToken: appAccountToken, nonce: nonce, timestamp: timestamp)
-        self.keyId = key.keyId
+        self.keyId = keyId
         self.nonce = nonce.uuidString.lowercased()
         self.timestamp = timestamp
-        self.signature = Base64.encodeStandard(try key.signingKey.derSignature(for: Array(payload.utf8)))
+        self.signature = Base64.encodeStandard(try signingKey.derSignature(for: Array(payload.utf8)))
     }
 }

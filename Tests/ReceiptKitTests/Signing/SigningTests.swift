@@ -133,6 +133,11 @@ struct SigningTests {
         #expect(throws: ReceiptKitError(.invalidSigningInput, "")) {
             try PromotionalOfferSignatureV1(key: key, bundleId: Self.bundleId, productId: "p", offerId: "", nonce: Self.nonce, timestamp: 5)
         }
+        #expect(throws: ReceiptKitError(.invalidSigningInput, "")) {
+            try PromotionalOfferSignatureV1(
+                keyId: "", signingKey: key.signingKey, bundleId: Self.bundleId, productId: "p", offerId: "o", nonce: Self.nonce,
+                timestamp: 5)
+        }
     }
 
     // MARK: JWS for StoreKit
