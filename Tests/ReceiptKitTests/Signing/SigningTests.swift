@@ -254,33 +254,36 @@ enum OpenSSLCheck {
     }
 
     static func verifyDER(_ der: [UInt8], message: [UInt8], certificate: String) throws -> Bool {
-        let certificateDER = try Fixtures.testVector(certificate)
-        let x509: OpaquePointer = try #require(certificateDER.withUnsafeBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            return d2i_X509(nil, &cursor, buffer.count)
-        })
-        defer { X509_free(x509) }
-        let key = try #require(X509_get0_pubkey(x509))
-        let context = try #require(EVP_MD_CTX_new())
-        defer { EVP_MD_CTX_free(context) }
-        try #require(EVP_DigestVerifyInit_ex(context, nil, "SHA256", nil, nil, key, nil) == 1)
-        let result = EVP_DigestVerify(context, der, der.count, message, message.count)
-        ERR_clear_error()
-        return result == 1
+        try withPublicKey(ofCertificate: certificate) { key in
+            let context = try #require(EVP_MD_CTX_new())
+            defer { EVP_MD_CTX_free(context) }
+            try #require(EVP_DigestVerifyInit_ex(context, nil, "SHA256", nil, nil, key, nil) == 1)
+            let result = EVP_DigestVerify(context, der, der.count, message, message.count)
+            ERR_clear_error()
+            return result == 1
+        }
     }
 
     static func subjectPublicKeyInfo(ofCertificate certificate: String) throws -> [UInt8] {
+        try withPublicKey(ofCertificate: certificate) { key in
+            var pointer: UnsafeMutablePointer<UInt8>?
+            let length = i2d_PUBKEY(key, &pointer)
+            try #require(length > 0)
+            defer { CRYPTO_free(pointer, #file, #line) }
+            return Array(UnsafeBufferPointer(start: pointer, count: Int(length)))
+        }
+    }
+
+    /// Calls `body` with the public key of a certificate under `TestVectors/`, read by OpenSSL.
+    private static func withPublicKey<Result>(
+        ofCertificate certificate: String, _ body: (OpaquePointer) throws -> Result
+    ) throws -> Result {
         let certificateDER = try Fixtures.testVector(certificate)
         let x509: OpaquePointer = try #require(certificateDER.withUnsafeBufferPointer { buffer in
             var cursor = buffer.baseAddress
             return d2i_X509(nil, &cursor, buffer.count)
         })
         defer { X509_free(x509) }
-        let key = try #require(X509_get0_pubkey(x509))
-        var pointer: UnsafeMutablePointer<UInt8>?
-        let length = i2d_PUBKEY(key, &pointer)
-        try #require(length > 0)
-        defer { CRYPTO_free(pointer, #file, #line) }
-        return Array(UnsafeBufferPointer(start: pointer, count: Int(length)))
+        return try body(try #require(X509_get0_pubkey(x509)))
     }
 }
