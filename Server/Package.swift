@@ -15,6 +15,8 @@ let package = Package(
     products: [
         .executable(name: "receiptkit-server", targets: ["receiptkit-server"]),
         .library(name: "ReceiptKitServer", targets: ["ReceiptKitServer"]),
+        .library(name: "AppStoreServerAPI", targets: ["AppStoreServerAPI"]),
+        .executable(name: "appstore-api", targets: ["appstore-api"]),
     ],
     dependencies: [
         .package(name: "ReceiptKit", path: ".."),
@@ -27,6 +29,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // Hummingbird's own event loops; the executable sizes their group (NIOSingletons).
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
+        // The App Store Server API client's HTTP (AppStoreServerAPI).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // The appstore-api command's options.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         // The application: configuration, store, routes, metrics. Tests import it.
@@ -70,6 +76,52 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The App Store Server API client: every signed item Apple answers is verified by
+        // ReceiptKit before it is returned.
+        .target(
+            name: "AppStoreServerAPI",
+            dependencies: [
+                .product(name: "ReceiptKit", package: "ReceiptKit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The command: one subcommand per endpoint, and the StoreKit signers.
+        .executableTarget(
+            name: "appstore-api",
+            dependencies: [
+                "AppStoreServerAPI",
+                .product(name: "ReceiptKit", package: "ReceiptKit"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // A fake App Store Server API on loopback for tests (this package's, and the server's
+        // reconciliation later): checks each request's token, answers Apple's JSON with JWS signed
+        // under the test PKI. Not a product.
+        .target(
+            name: "AppStoreServerAPIFake",
+            dependencies: [
+                .product(name: "ReceiptKit", package: "ReceiptKit"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/AppStoreServerAPIFake",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "AppStoreServerAPITests",
+            dependencies: [
+                "AppStoreServerAPI",
+                "AppStoreServerAPIFake",
+                "appstore-api",
+                .product(name: "ReceiptKit", package: "ReceiptKit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: strictSettings
         ),

@@ -2,9 +2,10 @@
 # The whole test suite: installs missing system libraries, then runs every test of the library
 # and the command in a debug build and again in a release build (users run release builds, and
 # the optimizer has been seen to miscompile code that debug builds run correctly), then
-# receiptkit-server's HTTP tests (Server/, its own package), debug and release for the same
-# reason, on SQLite — and on PostgreSQL too when RECEIPTKIT_TEST_POSTGRES_URL names an empty
-# database, as in CI. (On the 2-core development machine, shared with other builds, the
+# the Server/ package's tests (its own package: receiptkit-server's HTTP tests, and the App Store
+# Server API client's and appstore-api's against a fake API on loopback, which pipe appstore-api
+# into the verify-receipt built above), debug and release for the same reason, on SQLite — and
+# on PostgreSQL too when RECEIPTKIT_TEST_POSTGRES_URL names an empty database, as in CI. (On the 2-core development machine, shared with other builds, the
 # server's release build with its tests took 20 min from nothing built (25.5 min of CPU), and
 # its release test run 10 s: CI grows from about 30 to about 50 minutes.)
 set -euo pipefail

@@ -68,6 +68,16 @@ public struct ReceiptKitError: Error, Sendable, Hashable, CustomStringConvertibl
         /// is missing or has the wrong JSON type, or its format version is one this ReceiptKit
         /// does not read. Not a check of App Store data: `verify-receipt` never prints it.
         public static let malformedLedger = Code(rawValue: "malformed_ledger")
+        /// A signing key is not an unencrypted PEM private key on P-256 (App Store Connect's `.p8`).
+        /// Not a check of App Store data: the signers and the App Store Server API client throw it.
+        public static let invalidPrivateKey = Code(rawValue: "invalid_private_key")
+        /// A public key given to check an ES256 signature is not a P-256 `SubjectPublicKeyInfo`.
+        public static let invalidPublicKey = Code(rawValue: "invalid_public_key")
+        /// OpenSSL failed to make a signature (the reason carries its error text).
+        public static let signingFailed = Code(rawValue: "signing_failed")
+        /// What a signer was asked to sign is not what Apple's format allows: an empty identifier,
+        /// an app account token or nonce that is not a UUID, a request that is not a JSON object.
+        public static let invalidSigningInput = Code(rawValue: "invalid_signing_input")
     }
 
     /// The stable code of the failed check.

@@ -1,0 +1,589 @@
+public import Foundation
+import Hummingbird
+import Logging
+public import ReceiptKit
+import Synchronization
+
+/// A fake App Store Server API: a real HTTP server on a loopback port that checks every
+/// request's bearer token as Apple does (ES256 signature under the key's public half, header,
+/// each claim, expiry) and answers Apple's documented JSON, its signed items signed under the
+/// test PKI.
+///
+/// One customer's purchases are served (``transactions``), in pages of ``pageSize`` with
+/// revision and pagination tokens; notifications are made from them. ``enqueue(_:path:)`` makes
+/// the next matching request fail as Apple can (an error body, 401, 429 with `Retry-After`,
+/// 500, a stalled answer); ``forgedTransactionIds`` are signed by a key the chain does not
+/// certify. Every request is recorded (``requests``).
+public final class FakeAppStoreServerAPI: Sendable {
+    /// What a token must carry.
+    public struct Credentials: Sendable {
+        public var keyId: String
+        public var issuerId: String
+        public var bundleId: String
+        /// The In-App Purchase key's public half: token signatures are checked under it.
+        public var publicKey: ES256PublicKey
+
+        public init(keyId: String, issuerId: String, bundleId: String, publicKey: ES256PublicKey) {
+            self.keyId = keyId
+            self.issuerId = issuerId
+            self.bundleId = bundleId
+            self.publicKey = publicKey
+        }
+    }
+
+    /// A key and the `x5c` chain its JWS carry.
+    public struct Signer: Sendable {
+        public var key: ES256SigningKey
+        public var chain: [[UInt8]]
+
+        public init(key: ES256SigningKey, chain: [[UInt8]]) {
+            self.key = key
+            self.chain = chain
+        }
+
+        func sign(_ object: [String: Any]) -> String {
+            // The fake's own JSON of its own values: serialization cannot fail.
+            let json = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+            return (try? key.compactJWS(payload: Array(json), certificateChain: chain)) ?? ""
+        }
+    }
+
+    /// One purchase of the customer.
+    public struct Transaction: Sendable, Hashable {
+        public var transactionId: String
+        public var originalTransactionId: String
+        public var productId: String
+        /// `Auto-Renewable Subscription`, `Non-Consumable`, `Consumable` or `Non-Renewing Subscription`.
+        public var type: String
+        public var subscriptionGroupIdentifier: String?
+        public var purchaseDate: Int64
+        public var expiresDate: Int64?
+        public var revocationDate: Int64?
+
+        public init(
+            transactionId: String, originalTransactionId: String, productId: String, type: String,
+            subscriptionGroupIdentifier: String? = nil, purchaseDate: Int64, expiresDate: Int64? = nil, revocationDate: Int64? = nil
+        ) {
+            self.transactionId = transactionId
+            self.originalTransactionId = originalTransactionId
+            self.productId = productId
+            self.type = type
+            self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+            self.purchaseDate = purchaseDate
+            self.expiresDate = expiresDate
+            self.revocationDate = revocationDate
+        }
+    }
+
+    /// A failure served instead of the next answer to a matching request.
+    public enum Fault: Sendable {
+        /// Apple's error body with this status.
+        case apiError(status: Int, errorCode: Int64, errorMessage: String)
+        /// A bare status, with `Retry-After` when given.
+        case status(Int, retryAfter: String? = nil)
+        /// No answer for this long (then the usual answer).
+        case stall(Duration)
+        /// The usual status and headers, then half the body, then nothing for this long.
+        case stallBody(Duration)
+    }
+
+    /// A request as the fake received it.
+    public struct RecordedRequest: Sendable {
+        public let method: String
+        public let path: String
+        public let query: [(String, String)]
+        public let body: [UInt8]
+        /// The token's claims, when the token was accepted.
+        public let claims: [String: String]
+        /// Why the token was refused, when it was.
+        public let authorizationFailure: String?
+
+        public func queryValues(_ name: String) -> [String] { query.filter { $0.0 == name }.map(\.1) }
+        public var bodyJSON: [String: Any]? { try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] }
+    }
+
+    private struct State {
+        var transactions: [Transaction] = []
+        var forged: Set<String> = []
+        var faults: [(path: String, fault: Fault)] = []
+        var requests: [RecordedRequest] = []
+        var testNotifications: [String: String] = [:]
+        var pageSize = 20
+        var failedNotificationIds: Set<String> = []
+        var loopingPages = false
+    }
+
+    public let credentials: Credentials
+    public let environment: String
+    public let appAppleId: Int64
+    /// The `signedDate` of everything the fake signs (a chain is validated at it).
+    public let signedDate: Int64
+    private let signer: Signer
+    private let forger: Signer
+    private let clock: @Sendable () -> Date
+    private let state = Mutex(State())
+
+    /// Creates a fake.
+    ///
+    /// - Parameters:
+    ///   - credentials: What tokens must carry.
+    ///   - signer: Signs the answers' JWS (the test leaf and its chain).
+    ///   - forger: Signs ``forgedTransactionIds`` (another key, the same chain in `x5c`).
+    ///   - environment: The `environment` of everything served.
+    ///   - signedDate: The `signedDate` of everything signed, milliseconds.
+    ///   - clock: The time tokens are checked at (`iat`, `exp`).
+    public init(
+        credentials: Credentials, signer: Signer, forger: Signer, environment: String = "Sandbox", appAppleId: Int64 = 1_234_567_890,
+        signedDate: Int64, clock: @escaping @Sendable () -> Date
+    ) {
+        self.credentials = credentials
+        self.signer = signer
+        self.forger = forger
+        self.environment = environment
+        self.appAppleId = appAppleId
+        self.signedDate = signedDate
+        self.clock = clock
+    }
+
+    // MARK: Set-up and inspection
+
+    /// The customer's purchases, in purchase order.
+    public var transactions: [Transaction] {
+        get { state.withLock { $0.transactions } }
+        set { state.withLock { $0.transactions = newValue } }
+    }
+
+    /// Transactions signed by the forger: their JWS do not verify.
+    public var forgedTransactionIds: Set<String> {
+        get { state.withLock { $0.forged } }
+        set { state.withLock { $0.forged = newValue } }
+    }
+
+    /// The most items a page holds (Apple: 20).
+    public var pageSize: Int {
+        get { state.withLock { $0.pageSize } }
+        set { state.withLock { $0.pageSize = newValue } }
+    }
+
+    /// Notifications (by transaction id) whose every send attempt failed (`onlyFailures`).
+    public var failedNotificationTransactionIds: Set<String> {
+        get { state.withLock { $0.failedNotificationIds } }
+        set { state.withLock { $0.failedNotificationIds = newValue } }
+    }
+
+    /// Whether every page says `hasMore` with the token of the second page: a server bug the
+    /// client must not loop on.
+    public var loopingPages: Bool {
+        get { state.withLock { $0.loopingPages } }
+        set { state.withLock { $0.loopingPages = newValue } }
+    }
+
+    /// Every request received, in order.
+    public var requests: [RecordedRequest] { state.withLock { $0.requests } }
+
+    /// Serves `fault` to the next request whose path starts with `path`.
+    public func enqueue(_ fault: Fault, path: String) {
+        state.withLock { $0.faults.append((path, fault)) }
+    }
+
+    // MARK: Running
+
+    /// Runs the fake on `127.0.0.1` on a free port for the time of `body`, which gets its base URL.
+    public func run<Result: Sendable>(_ body: @Sendable (_ baseURL: String) async throws -> Result) async throws -> Result {
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        var logger = Logger(label: "AppStoreServerAPIFake")
+        logger.logLevel = .critical
+        let app = Application(
+            responder: CallbackResponder<BasicRequestContext> { [self] request, _ in try await self.respond(request) },
+            configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: nil),
+            onServerRunning: { channel in
+                continuation.yield(channel.localAddress?.port ?? 0)
+                continuation.finish()
+            },
+            logger: logger)
+        return try await withThrowingTaskGroup(of: Result?.self) { group in
+            group.addTask {
+                try await app.run()
+                return nil
+            }
+            var iterator = ports.makeAsyncIterator()
+            guard let port = await iterator.next(), port > 0 else {
+                group.cancelAll()
+                throw FakeError("the fake App Store Server API did not start")
+            }
+            let result = try await body("http://127.0.0.1:\(port)")
+            group.cancelAll()
+            return result
+        }
+    }
+
+    struct FakeError: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    // MARK: Answers
+
+    private func respond(_ request: Request) async throws -> Response {
+        var body = try await request.body.collect(upTo: 1 << 20)
+        let bodyBytes = body.readBytes(length: body.readableBytes) ?? []
+        let path = request.uri.path
+        let query = Self.parseQuery(request.uri.query)
+        let method = request.method.rawValue
+        let authorization = request.headers[.authorization]
+        let check = checkToken(authorization)
+        let fault: Fault? = state.withLock { state in
+            state.requests.append(RecordedRequest(
+                method: method, path: path, query: query, body: bodyBytes, claims: check.claims ?? [:],
+                authorizationFailure: check.failure))
+            guard let index = state.faults.firstIndex(where: { path.hasPrefix($0.path) }) else { return nil }
+            return state.faults.remove(at: index).fault
+        }
+        guard check.failure == nil else {
+            return Response(status: .unauthorized)
+        }
+        switch fault {
+        case .apiError(let status, let code, let message):
+            return Self.json(["errorCode": code, "errorMessage": message], status: status)
+        case .status(let status, let retryAfter):
+            var response = Response(status: .init(code: status))
+            if let retryAfter { response.headers[.retryAfter] = retryAfter }
+            return response
+        case .stall(let duration):
+            try await Task.sleep(for: duration)
+        case .stallBody, nil:
+            break
+        }
+        let segments = path.split(separator: "/").map { String($0).removingPercentEncoding ?? String($0) }
+        if case .stallBody(let duration) = fault {
+            // A body announced as 64 bytes, of which 8 come before the stall.
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: ResponseBody(contentLength: 64) { writer in
+                    try await writer.write(ByteBuffer(string: "{\"signed"))
+                    try await Task.sleep(for: duration)
+                    try await writer.finish(nil)
+                })
+        }
+        return route(method: method, segments, query: query, body: bodyBytes)
+    }
+
+    /// The token check Apple makes: `Bearer` JWT, header `alg` ES256, `kid`, `typ` JWT; claims
+    /// `iss`, `aud`, `bid`, `iat` not in the future, `exp` not passed and at most an hour after
+    /// `iat`; the signature under the key's public half.
+    private func checkToken(_ authorization: String?) -> (claims: [String: String]?, failure: String?) {
+        guard let authorization, authorization.hasPrefix("Bearer ") else { return (nil, "no Bearer authorization") }
+        let parts = authorization.dropFirst(7).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, let headerData = Self.base64URL(parts[0]), let payloadData = Self.base64URL(parts[1]),
+              let signature = Self.base64URL(parts[2]),
+              let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
+              let claims = try? JSONSerialization.jsonObject(with: payloadData) as? [String: Any]
+        else { return (nil, "not a compact JWS") }
+        guard header["alg"] as? String == "ES256" else { return (nil, "alg is not ES256") }
+        guard header["kid"] as? String == credentials.keyId else { return (nil, "kid is not \(credentials.keyId)") }
+        guard header["typ"] as? String == "JWT" else { return (nil, "typ is not JWT") }
+        guard credentials.publicKey.isValidSignature(Array(signature), for: Array((parts[0] + "." + parts[1]).utf8)) else {
+            return (nil, "the signature does not verify under the key")
+        }
+        guard claims["iss"] as? String == credentials.issuerId else { return (nil, "iss is not the issuer id") }
+        guard claims["aud"] as? String == "appstoreconnect-v1" else { return (nil, "aud is not appstoreconnect-v1") }
+        guard claims["bid"] as? String == credentials.bundleId else { return (nil, "bid is not \(credentials.bundleId)") }
+        guard let iat = (claims["iat"] as? NSNumber)?.int64Value, let exp = (claims["exp"] as? NSNumber)?.int64Value else {
+            return (nil, "iat or exp is missing")
+        }
+        let now = Int64(clock().timeIntervalSince1970)
+        guard iat <= now + 60 else { return (nil, "iat is in the future") }
+        guard exp > now else { return (nil, "the token expired") }
+        guard exp - iat <= 3600 else { return (nil, "exp is more than an hour after iat") }
+        var strings: [String: String] = [:]
+        for (name, value) in claims { strings[name] = "\(value)" }
+        return (strings, nil)
+    }
+
+    private func route(method: String, _ path: [String], query: [(String, String)], body: [UInt8]) -> Response {
+        let state = state.withLock { $0 }
+        func known(_ id: String) -> Response? {
+            guard !id.isEmpty, id.allSatisfy(\.isNumber) else {
+                return Self.json(["errorCode": 4_000_006, "errorMessage": "Invalid transaction id."], status: 400)
+            }
+            guard state.transactions.contains(where: { $0.transactionId == id || $0.originalTransactionId == id }) else {
+                return Self.json(["errorCode": 4_040_010, "errorMessage": "Transaction id not found."], status: 404)
+            }
+            return nil
+        }
+        let requestBody = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+        /// The path's `nil` segments when `method` and the other segments match.
+        func match(_ expected: String, _ pattern: [String?]) -> [String]? {
+            guard method == expected, path.count == pattern.count else { return nil }
+            var captured: [String] = []
+            for (segment, wanted) in zip(path, pattern) {
+                if let wanted {
+                    guard segment == wanted else { return nil }
+                } else {
+                    captured.append(segment)
+                }
+            }
+            return captured
+        }
+        if let captured = match("GET", ["inApps", "v1", "transactions", nil]) {
+            let id = captured[0]
+            if let refusal = known(id) { return refusal }
+            let transaction = state.transactions.first { $0.transactionId == id } ?? state.transactions.first { $0.originalTransactionId == id }
+            return Self.json(["signedTransactionInfo": transaction.map { sign($0, state) } as Any])
+        }
+        if let captured = match("GET", ["inApps", "v2", "history", nil]) {
+            let id = captured[0]
+            if let refusal = known(id) { return refusal }
+            var items = state.transactions
+            let values = { (name: String) in query.filter { $0.0 == name }.map(\.1) }
+            if let start = values("startDate").first.flatMap(Int64.init) { items = items.filter { $0.purchaseDate >= start } }
+            if let end = values("endDate").first.flatMap(Int64.init) { items = items.filter { $0.purchaseDate < end } }
+            if !values("productId").isEmpty { items = items.filter { values("productId").contains($0.productId) } }
+            if !values("productType").isEmpty {
+                let types = values("productType").map(Self.productTypeName)
+                items = items.filter { types.contains($0.type) }
+            }
+            if !values("subscriptionGroupIdentifier").isEmpty {
+                items = items.filter { values("subscriptionGroupIdentifier").contains($0.subscriptionGroupIdentifier ?? "") }
+            }
+            if let revoked = values("revoked").first { items = items.filter { ($0.revocationDate != nil) == (revoked == "true") } }
+            if values("sort").first == "DESCENDING" { items.reverse() }
+            return page(items, token: values("revision").first, state: state) { slice, next, hasMore in
+                ["revision": next ?? "r-end", "hasMore": hasMore, "bundleId": self.credentials.bundleId,
+                 "appAppleId": self.appAppleId, "environment": self.environment,
+                 "signedTransactions": slice.map { self.sign($0, state) }]
+            }
+        }
+        if let captured = match("GET", ["inApps", "v2", "refund", "lookup", nil]) {
+            let id = captured[0]
+            if let refusal = known(id) { return refusal }
+            let refunded = state.transactions.filter { $0.revocationDate != nil }
+            return page(refunded, token: query.first { $0.0 == "revision" }?.1, state: state) { slice, next, hasMore in
+                ["revision": next ?? "r-end", "hasMore": hasMore, "signedTransactions": slice.map { self.sign($0, state) }]
+            }
+        }
+        if let captured = match("GET", ["inApps", "v1", "subscriptions", nil]) {
+            let id = captured[0]
+            if let refusal = known(id) { return refusal }
+            let wanted = Set(query.filter { $0.0 == "status" }.compactMap { Int($0.1) })
+            var groups: [String: [[String: Any]]] = [:]
+            let latest = Dictionary(grouping: state.transactions.filter { $0.type == "Auto-Renewable Subscription" },
+                                    by: \.originalTransactionId).compactMap { $0.value.max { $0.purchaseDate < $1.purchaseDate } }
+            for transaction in latest.sorted(by: { $0.originalTransactionId < $1.originalTransactionId }) {
+                let status = transaction.revocationDate != nil ? 5 : ((transaction.expiresDate ?? 0) > signedDate ? 1 : 2)
+                guard wanted.isEmpty || wanted.contains(status) else { continue }
+                groups[transaction.subscriptionGroupIdentifier ?? "", default: []].append([
+                    "status": status, "originalTransactionId": transaction.originalTransactionId,
+                    "signedTransactionInfo": sign(transaction, state), "signedRenewalInfo": signRenewal(transaction),
+                ])
+            }
+            return Self.json([
+                "environment": environment, "bundleId": credentials.bundleId, "appAppleId": appAppleId,
+                "data": groups.keys.sorted().map { ["subscriptionGroupIdentifier": $0, "lastTransactions": groups[$0] ?? []] },
+            ])
+        }
+        if let captured = match("GET", ["inApps", "v1", "lookup", nil]) {
+            let orderId = captured[0]
+            guard orderId == "MQ5X3C7Z1V" else { return Self.json(["status": 1, "signedTransactions": [String]()]) }
+            return Self.json(["status": 0, "signedTransactions": state.transactions.prefix(2).map { sign($0, state) }])
+        }
+        if let captured = match("GET", ["inApps", "v1", "transactions", "appTransactions", nil]) {
+            let id = captured[0]
+            if let refusal = known(id) { return refusal }
+            return Self.json(["signedAppTransactionInfo": signer.sign([
+                "receiptType": environment, "appAppleId": appAppleId, "bundleId": credentials.bundleId,
+                "applicationVersion": "42", "versionExternalIdentifier": 0, "receiptCreationDate": signedDate,
+                "originalPurchaseDate": 1_700_000_000_000, "originalApplicationVersion": "1", "signedDate": signedDate,
+                "appTransactionId": "704289572309870002", "originalPlatform": "iOS", "environment": environment,
+            ])])
+        }
+        if match("POST", ["inApps", "v1", "notifications", "history"]) != nil {
+            guard let start = (requestBody?["startDate"] as? NSNumber)?.int64Value,
+                  let end = (requestBody?["endDate"] as? NSNumber)?.int64Value
+            else { return Self.json(["errorCode": 4_000_015, "errorMessage": "Invalid start date."], status: 400) }
+            guard start < end else { return Self.json(["errorCode": 4_000_013, "errorMessage": "Start date after end date."], status: 400) }
+            var items = state.transactions
+            if requestBody?["onlyFailures"] as? Bool == true { items = items.filter { state.failedNotificationIds.contains($0.transactionId) } }
+            if let transactionId = requestBody?["transactionId"] as? String {
+                items = items.filter { $0.transactionId == transactionId || $0.originalTransactionId == transactionId }
+            }
+            return page(items, token: query.first { $0.0 == "paginationToken" }?.1, state: state) { slice, next, hasMore in
+                var page: [String: Any] = ["hasMore": hasMore, "notificationHistory": slice.map { transaction -> [String: Any] in
+                    let failed = state.failedNotificationIds.contains(transaction.transactionId)
+                    return ["signedPayload": self.signNotification(transaction, state),
+                            "sendAttempts": [["attemptDate": self.signedDate, "sendAttemptResult": failed ? "TIMED_OUT" : "SUCCESS"]]]
+                }]
+                if let next { page["paginationToken"] = next }
+                return page
+            }
+        }
+        if match("POST", ["inApps", "v1", "notifications", "test"]) != nil {
+            let token = UUID().uuidString.lowercased() + "_\(signedDate)"
+            let payload = signer.sign([
+                "notificationType": "TEST", "notificationUUID": UUID().uuidString.lowercased(), "version": "2.0",
+                "signedDate": signedDate,
+                "data": ["bundleId": credentials.bundleId, "appAppleId": appAppleId, "environment": environment],
+            ])
+            self.state.withLock { $0.testNotifications[token] = payload }
+            return Self.json(["testNotificationToken": token])
+        }
+        if let captured = match("GET", ["inApps", "v1", "notifications", "test", nil]) {
+            let token = captured[0]
+            guard let payload = state.testNotifications[token] else {
+                return Self.json(["errorCode": 4_040_008, "errorMessage": "Test notification not found."], status: 404)
+            }
+            return Self.json(["signedPayload": payload, "sendAttempts": [["attemptDate": signedDate, "sendAttemptResult": "SUCCESS"]]])
+        }
+        if let captured = match("PUT", ["inApps", "v2", "transactions", "consumption", nil]) ?? match("PUT", ["inApps", "v1", "transactions", "consumption", nil]) {
+            let id = captured[0]
+            if let refusal = known(id) { return refusal }
+            guard requestBody?["customerConsented"] as? Bool == true else {
+                return Self.json(["errorCode": 4_000_035, "errorMessage": "Invalid customer consented."], status: 400)
+            }
+            return Response(status: .accepted)
+        }
+        if let captured = match("PUT", ["inApps", "v1", "transactions", nil, "appAccountToken"]) {
+            let id = captured[0]
+            if let refusal = known(id) { return refusal }
+            guard let token = requestBody?["appAccountToken"] as? String, UUID(uuidString: token) != nil else {
+                return Self.json(["errorCode": 4_000_033, "errorMessage": "Invalid app account token."], status: 400)
+            }
+            return Response(status: .ok)
+        }
+        if let captured = match("POST", ["inApps", "v1", "transactions", nil, "finish"]) {
+            let id = captured[0]
+            if let refusal = known(id) { return refusal }
+            return Response(status: .ok)
+        }
+        if let captured = match("PUT", ["inApps", "v1", "subscriptions", "extend", nil]) {
+            let id = captured[0]
+            if let refusal = known(id) { return refusal }
+            guard let days = (requestBody?["extendByDays"] as? NSNumber)?.int64Value, (1...90).contains(days) else {
+                return Self.json(["errorCode": 4_000_009, "errorMessage": "Invalid extend by days value."], status: 400)
+            }
+            let transaction = state.transactions.last { $0.originalTransactionId == id }
+            return Self.json([
+                "originalTransactionId": id, "webOrderLineItemId": "\(id)0", "success": true,
+                "effectiveDate": (transaction?.expiresDate ?? signedDate) + days * 86_400_000,
+            ])
+        }
+        if match("POST", ["inApps", "v1", "subscriptions", "extend", "mass"]) != nil {
+            guard let identifier = requestBody?["requestIdentifier"] as? String, requestBody?["productId"] is String else {
+                return Self.json(["errorCode": 4_000_011, "errorMessage": "Invalid request identifier."], status: 400)
+            }
+            return Self.json(["requestIdentifier": identifier])
+        }
+        if let captured = match("GET", ["inApps", "v1", "subscriptions", "extend", "mass", nil, nil]) {
+            let productId = captured[0]
+            let identifier = captured[1]
+            return Self.json([
+                "requestIdentifier": identifier, "complete": true, "completeDate": signedDate,
+                "succeededCount": state.transactions.filter { $0.productId == productId }.count, "failedCount": 0,
+            ])
+        }
+        return Self.json(["errorCode": 4_040_000, "errorMessage": "Not found: \(method) /\(path.joined(separator: "/"))"], status: 404)
+    }
+
+    /// A page of `items` from the offset its token names; tokens are `r<offset>`.
+    private func page<Item>(
+        _ items: [Item], token: String?, state: State, _ make: ([Item], _ next: String?, _ hasMore: Bool) -> [String: Any]
+    ) -> Response {
+        var offset = 0
+        if let token {
+            guard token.hasPrefix("r"), let parsed = Int(token.dropFirst()), (0...items.count).contains(parsed) else {
+                return Self.json(["errorCode": 4_000_005, "errorMessage": "Invalid request revision."], status: 400)
+            }
+            offset = parsed
+        }
+        let end = min(items.count, offset + state.pageSize)
+        if state.loopingPages {
+            return Self.json(make(Array(items[offset..<end]), "r\(state.pageSize)", true))
+        }
+        let hasMore = end < items.count
+        return Self.json(make(Array(items[offset..<end]), hasMore ? "r\(end)" : nil, hasMore))
+    }
+
+    // MARK: Signed items
+
+    func transactionPayload(_ transaction: Transaction) -> [String: Any] {
+        var payload: [String: Any] = [
+            "transactionId": transaction.transactionId, "originalTransactionId": transaction.originalTransactionId,
+            "bundleId": credentials.bundleId, "productId": transaction.productId, "purchaseDate": transaction.purchaseDate,
+            "originalPurchaseDate": transaction.purchaseDate, "quantity": 1, "type": transaction.type,
+            "inAppOwnershipType": "PURCHASED", "signedDate": signedDate, "environment": environment,
+            "transactionReason": "PURCHASE", "storefront": "USA", "storefrontId": "143441", "price": 4990, "currency": "USD",
+            "appTransactionId": "704289572309870002",
+        ]
+        if let group = transaction.subscriptionGroupIdentifier { payload["subscriptionGroupIdentifier"] = group }
+        if let expires = transaction.expiresDate {
+            payload["expiresDate"] = expires
+            payload["webOrderLineItemId"] = transaction.transactionId + "0"
+        }
+        if let revocation = transaction.revocationDate {
+            payload["revocationDate"] = revocation
+            payload["revocationReason"] = 0
+        }
+        return payload
+    }
+
+    private func sign(_ transaction: Transaction, _ state: State) -> String {
+        (state.forged.contains(transaction.transactionId) ? forger : signer).sign(transactionPayload(transaction))
+    }
+
+    private func signRenewal(_ transaction: Transaction) -> String {
+        signer.sign([
+            "originalTransactionId": transaction.originalTransactionId, "autoRenewProductId": transaction.productId,
+            "productId": transaction.productId, "autoRenewStatus": transaction.revocationDate == nil ? 1 : 0,
+            "signedDate": signedDate, "environment": environment, "recentSubscriptionStartDate": transaction.purchaseDate,
+            "renewalDate": transaction.expiresDate ?? signedDate, "appTransactionId": "704289572309870002",
+        ])
+    }
+
+    private func signNotification(_ transaction: Transaction, _ state: State) -> String {
+        (state.forged.contains(transaction.transactionId) ? forger : signer).sign([
+            "notificationType": transaction.revocationDate != nil ? "REFUND" : "SUBSCRIBED",
+            "notificationUUID": "00000000-0000-4000-8000-" + String(repeating: "0", count: max(0, 12 - transaction.transactionId.count))
+                + transaction.transactionId.suffix(12),
+            "version": "2.0", "signedDate": signedDate,
+            "data": [
+                "bundleId": credentials.bundleId, "appAppleId": appAppleId, "environment": environment,
+                "signedTransactionInfo": signer.sign(transactionPayload(transaction)),
+            ],
+        ])
+    }
+
+    // MARK: HTTP helpers
+
+    static func json(_ object: [String: Any], status: Int = 200) -> Response {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return Response(
+            status: .init(code: status), headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: Array(data))))
+    }
+
+    static func parseQuery(_ query: String?) -> [(String, String)] {
+        guard let query, !query.isEmpty else { return [] }
+        return query.split(separator: "&").map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let decode = { (text: String) in text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? text }
+            return (decode(parts[0]), decode(parts.count > 1 ? parts[1] : ""))
+        }
+    }
+
+    /// Decodes unpadded base64url (a JWS segment).
+    public static func base64URL(_ text: String) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+
+    static func productTypeName(_ filter: String) -> String {
+        switch filter {
+        case "AUTO_RENEWABLE": "Auto-Renewable Subscription"
+        case "NON_RENEWABLE": "Non-Renewing Subscription"
+        case "CONSUMABLE": "Consumable"
+        case "NON_CONSUMABLE": "Non-Consumable"
+        default: filter
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// Runs a built executable (`appstore-api`, or the root package's `verify-receipt`) as its own
+/// process, feeding standard input and collecting its output without blocking a Swift
+/// concurrency thread: the fake it talks to runs in this process.
+enum Command {
+    struct Result: Sendable {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+
+        var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+
+        /// Each output line as a JSON object.
+        func objects() throws -> [[String: Any]] {
+            try lines.map { line in
+                try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not a JSON object: \(line)")
+            }
+        }
+    }
+
+    /// `appstore-api`, which SwiftPM builds beside the test bundle.
+    static let appstoreAPI: URL = beside(named: "appstore-api")
+        ?? Fixture.repositoryRoot.appendingPathComponent("Server/.build/debug/appstore-api")
+
+    /// The root package's `verify-receipt` of the same configuration (scripts/test.sh builds the
+    /// root package first), or `nil` when it has not been built.
+    static let verifyReceipt: URL? = {
+        let configuration = beside(named: "appstore-api")?.deletingLastPathComponent().lastPathComponent ?? "debug"
+        for candidate in [configuration, "debug", "release"] {
+            let url = Fixture.repositoryRoot.appendingPathComponent(".build/\(candidate)/verify-receipt")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        return nil
+    }()
+
+    private static func beside(named name: String) -> URL? {
+        let testBinary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: testBinary).deletingLastPathComponent()
+        while directory.path != "/" {
+            let candidate = directory.appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        return nil
+    }
+
+    /// The environment of a user of the test app: the key and app from APPSTORE_* variables.
+    static func environment(baseURL: String? = nil) throws -> [String: String] {
+        [
+            "APPSTORE_API_KEY_ID": Fixture.keyId, "APPSTORE_API_ISSUER_ID": Fixture.issuerId,
+            "APPSTORE_API_PRIVATE_KEY_FILE": try Fixture.keyFile.get(), "APPSTORE_BUNDLE_ID": Fixture.bundleId,
+            "APPSTORE_ENVIRONMENT": "Sandbox", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+        ]
+    }
+
+    /// Runs `appstore-api` against the fake at `baseURL`, trusting the test root.
+    static func appstoreAPI(_ arguments: [String], baseURL: String, extraEnvironment: [String: String] = [:]) async throws -> Result {
+        try await run(
+            appstoreAPI, arguments + ["--base-url", baseURL, "--root", Fixture.testVectorPath("pki/root.der")],
+            environment: try environment().merging(extraEnvironment) { $1 })
+    }
+
+    /// Runs `executable`; the process is this test's alone and ends by itself.
+    static func run(_ executable: URL, _ arguments: [String], environment: [String: String], stdin: String = "") async throws -> Result {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        let input = Pipe()
+        let output = Pipe()
+        let error = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = error
+        let outputData = Collected()
+        let errorData = Collected()
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                continuation.resume(throwing: error)
+                return
+            }
+            Thread {
+                input.fileHandleForWriting.write(Data(stdin.utf8))
+                try? input.fileHandleForWriting.close()
+            }.start()
+            Thread { outputData.set(output.fileHandleForReading.readDataToEndOfFile()) }.start()
+            Thread { errorData.set(error.fileHandleForReading.readDataToEndOfFile()) }.start()
+        }
+        return Result(
+            status: status, stdout: String(decoding: await outputData.value(), as: UTF8.self),
+            stderr: String(decoding: await errorData.value(), as: UTF8.self))
+    }
+
+    /// Bytes a reader thread collects until its pipe closes.
+    final class Collected: Sendable {
+        private let state = Mutex<(Data?, [CheckedContinuation<Data, Never>])>((nil, []))
+
+        func set(_ data: Data) {
+            let waiting = state.withLock { state -> [CheckedContinuation<Data, Never>] in
+                state.0 = data
+                defer { state.1 = [] }
+                return state.1
+            }
+            waiting.forEach { $0.resume(returning: data) }
+        }
+
+        func value() async -> Data {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Data? in
+                    if let data = state.0 { return data }
+                    state.1.append(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        }
+    }
+}
+
