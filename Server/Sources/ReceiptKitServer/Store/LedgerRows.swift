@@ -429,6 +429,25 @@ enum LedgerRows {
         }
     }
 
+    /// The events listed under a key.
+    static let eventsOfKey = StoreStatement(
+        """
+        SELECT e.id, e.kind, e.record, e.received_at
+        FROM event_subscriptions k JOIN events e ON e.id = k.event_id
+        WHERE k.original_transaction_id = ? AND k.bundle_id = ? AND k.environment = ?
+        """, columns: [.integer, .text, .text, .integer])
+
+    /// The events of the rows of ``eventsOfKey`` (one array per key), each once, in the order
+    /// they were stored.
+    static func events(_ rowsPerKey: [[[StoreValue]]]) -> [StoredEvent] {
+        var events: [Int64: StoredEvent] = [:]
+        for row in rowsPerKey.joined() {
+            guard let id = row[0].integer else { continue }
+            events[id] = StoredEvent(kind: row[1].text ?? "", record: row[2].text ?? "", receivedAt: row[3].integer ?? 0)
+        }
+        return events.sorted { $0.key < $1.key }.map(\.value)
+    }
+
     static let keysOfCustomer = StoreStatement(
         """
         SELECT original_transaction_id, bundle_id, environment FROM customer_subscriptions WHERE customer_id = ?

@@ -222,20 +222,14 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
     }
 
     public func events(touching keys: [SubscriptionKey]) async throws -> [StoredEvent] {
-        var events: [Int64: StoredEvent] = [:]
-        for key in Set(keys) {
-            let rows = try await client.query(
-                """
-                SELECT e.id, e.kind, e.record, e.received_at
-                FROM event_subscriptions k JOIN events e ON e.id = k.event_id
-                WHERE k.bundle_id = \(key.bundleId) AND k.environment = \(key.environment)
-                    AND k.original_transaction_id = \(key.originalTransactionId)
-                """, logger: logger)
-            for try await (id, kind, record, receivedAt) in rows.decode((Int64, String, String, Int64).self) {
-                events[id] = StoredEvent(kind: kind, record: record, receivedAt: receivedAt)
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            var rows: [[[StoreValue]]] = []
+            for key in Set(keys) {
+                rows.append(try await connection.rows(LedgerRows.eventsOfKey, LedgerRows.keyValues(key), logger: logger))
             }
+            return LedgerRows.events(rows)
         }
-        return events.sorted { $0.key < $1.key }.map(\.value)
     }
 
     public func raw(dedupKey: String) async throws -> [UInt8]? {

@@ -232,21 +232,7 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
 
     public func events(touching keys: [SubscriptionKey]) async throws -> [StoredEvent] {
         try await pool.read { db in
-            var events: [Int64: StoredEvent] = [:]
-            for key in Set(keys) {
-                let rows = try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT e.id, e.kind, e.record, e.received_at
-                        FROM event_subscriptions k JOIN events e ON e.id = k.event_id
-                        WHERE k.bundle_id = ? AND k.environment = ? AND k.original_transaction_id = ?
-                        """,
-                    arguments: [key.bundleId, key.environment, key.originalTransactionId])
-                for row in rows {
-                    events[row[0]] = StoredEvent(kind: row[1], record: row[2], receivedAt: row[3])
-                }
-            }
-            return events.sorted { $0.key < $1.key }.map(\.value)
+            try LedgerRows.events(Set(keys).map { try db.rows(LedgerRows.eventsOfKey, LedgerRows.keyValues($0)) })
         }
     }
 
