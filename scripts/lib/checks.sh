@@ -4,9 +4,11 @@
 #       Runs `swift test` with those arguments and fails unless it passed having run at least one
 #       test, read from Swift Testing's closing line ("Test run with N tests … passed"): SwiftPM
 #       exits 0 when a --filter matches nothing.
+#   require_suites LABEL SUITE… [-- swift test arguments…]
+#       Fails unless each named suite (test type) is among the tests `swift test list` lists: a
+#       renamed suite fails, named, instead of silently dropping out of a --filter.
 #   swift_test_suites LABEL SUITE… -- [swift test arguments…]
-#       The same for the named suites (test types) only, after checking that each of them still
-#       exists: a renamed suite fails, named, instead of silently dropping out of the filter.
+#       require_suites, then swift_test of those suites only.
 #   required WHAT
 #       For something a step needs that is absent: in CI (CI=true) prints "FAILED … WHAT is
 #       missing" and exits 1; elsewhere prints that the step is skipped and returns 1, so that
@@ -47,7 +49,7 @@ swift_test() {
     echo "$label: $count tests passed" >&2
 }
 
-swift_test_suites() {
+require_suites() {
     local label=$1
     shift
     local suites=()
@@ -64,6 +66,18 @@ swift_test_suites() {
             exit 1
         fi
     done
+}
+
+swift_test_suites() {
+    local label=$1
+    shift
+    local suites=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        suites+=("$1")
+        shift
+    done
+    [ $# -gt 0 ] && shift
+    require_suites "$label" "${suites[@]}" -- "$@"
     local filter
     filter="$(IFS='|'; echo "${suites[*]}")"
     swift_test "$label" "$@" --filter "$filter"

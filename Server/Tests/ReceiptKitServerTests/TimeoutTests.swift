@@ -5,7 +5,10 @@ import Testing
 /// ``DeadlineTimer`` and ``withTimeout(_:timer:timedOut:_:)``: a sleeper wakes at its deadline and not
 /// before, a cancelled one stops at once and leaves the table, the ticking task stops when the
 /// table is empty and starts again for the next sleeper, and a timeout cuts an operation short.
-@Suite("Request timeouts")
+///
+/// Serialized: its tests measure sleeps, and run one at a time they do not compete with each
+/// other for the cores; each bound is still an order of magnitude, for a machine busy with others.
+@Suite("Request timeouts", .serialized)
 struct TimeoutTests {
     struct TimedOut: Error {}
 
