@@ -1,9 +1,11 @@
 # Sourced by the test scripts: checks that cannot pass without checking.
 #
+#   counted LABEL COMMAND…
+#       Runs a command that runs Swift Testing tests (`swift test`, or a built test bundle run
+#       directly) and fails unless it passed having run at least one test, read from Swift
+#       Testing's closing line ("Test run with N tests … passed").
 #   swift_test LABEL [swift test arguments…]
-#       Runs `swift test` with those arguments and fails unless it passed having run at least one
-#       test, read from Swift Testing's closing line ("Test run with N tests … passed"): SwiftPM
-#       exits 0 when a --filter matches nothing.
+#       counted LABEL swift test …: SwiftPM exits 0 when a --filter matches nothing.
 #   require_suites LABEL SUITE… [-- swift test arguments…]
 #       Fails unless each named suite (test type) is among the tests `swift test list` lists: a
 #       renamed suite fails, named, instead of silently dropping out of a --filter.
@@ -27,26 +29,32 @@ required() {
     return 1
 }
 
-swift_test() {
+counted() {
     local label=$1
     shift
     local log status count
     log="$(mktemp /tmp/receiptkit-swift-test.XXXXXX)"
     set +e
-    swift test "$@" 2>&1 | tee "$log"
+    "$@" 2>&1 | tee "$log"
     status=${PIPESTATUS[0]}
     set -e
     count="$(sed -n 's/.*Test run with \([0-9][0-9]*\) tests\{0,1\} .*/\1/p' "$log" | tail -n 1)"
     rm -f "$log"
     if [ "$status" -ne 0 ]; then
-        echo "$label: FAILED (swift test $*: exit status $status)" >&2
+        echo "$label: FAILED ($*: exit status $status)" >&2
         exit 1
     fi
     if [ -z "$count" ] || [ "$count" -eq 0 ]; then
-        echo "$label: FAILED, no test ran (swift test $*)" >&2
+        echo "$label: FAILED, no test ran ($*)" >&2
         exit 1
     fi
     echo "$label: $count tests passed" >&2
+}
+
+swift_test() {
+    local label=$1
+    shift
+    counted "$label" swift test "$@"
 }
 
 require_suites() {
