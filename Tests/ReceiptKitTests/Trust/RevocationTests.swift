@@ -79,6 +79,16 @@ final class OCSPScenario: @unchecked Sendable {
 
 @Suite("Revocation: OCSP against a real openssl ocsp responder on loopback, CRLs, offline")
 struct RevocationTests {
+    @Test("the scenario's leaf and responder certificates stay valid five years after the run, so the suite never expires")
+    func certificatesOutliveTheRun() throws {
+        let scenario = try OCSPScenario(start: false)
+        for certificate in [scenario.leaf, scenario.signer] {
+            // `-checkend N` exits 1 (failing runOpenSSL) when the certificate expires within N s.
+            try runOpenSSL(["x509", "-in", certificate.pem.path, "-noout", "-checkend", "\(5 * 365 * 86_400)"],
+                           in: scenario.ca.directory)
+        }
+    }
+
     @Test("off (the default): no request, and no revocation member in the record")
     func off() throws {
         let scenario = try OCSPScenario(start: false)
