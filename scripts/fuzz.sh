@@ -65,5 +65,19 @@ PY
 esac
 
 echo "fuzzing $name for $seconds s (corpus $corpus)" >&2
+log="$(mktemp /tmp/receiptkit-fuzz.XXXXXX)"
+status=0
 ASAN_OPTIONS=detect_leaks=1 "$binary" "$corpus" -max_total_time="$seconds" -timeout=10 \
-    -artifact_prefix="$artifacts/" -print_final_stats=1 -max_len=131072
+    -artifact_prefix="$artifacts/" -print_final_stats=1 -max_len=131072 2>&1 | tee "$log" || status=$?
+# A run that executed nothing checked nothing: fail it too.
+runs="$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -n 1)"
+rm -f "$log"
+if [ "$status" -ne 0 ]; then
+    echo "fuzz $name: FAILED (exit status $status; inputs in $artifacts/)" >&2
+    exit "$status"
+fi
+if [ -z "$runs" ] || [ "$runs" -eq 0 ]; then
+    echo "fuzz $name: FAILED, no input was executed" >&2
+    exit 1
+fi
+echo "fuzz $name: $runs inputs in $seconds s, no crash, leak or broken invariant" >&2

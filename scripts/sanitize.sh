@@ -3,21 +3,39 @@
 #   1. the whole test suite under address sanitizer;
 #   2. the concurrency tests (many threads sharing one verifier and its caches) under thread
 #      sanitizer;
-#   3. verify-receipt, built with address sanitizer, over every vector in TestVectors/ with
-#      LeakSanitizer on: every OpenSSL and jansson object must have one owner that frees it.
-# Each uses its own build folder, so a normal build is not disturbed.
+#   3. receiptkit-server's concurrency tests (group commit, the deadline timer, concurrent writes
+#      to the store) under thread sanitizer — on PostgreSQL too when RECEIPTKIT_TEST_POSTGRES_URL
+#      is set, as in CI;
+#   4. verify-receipt, built with address sanitizer, over every vector in TestVectors/ with
+#      LeakSanitizer on: every OpenSSL and jansson object must have one owner that frees it — and
+#      over Apple's vectors in ../shared/vectors, which CI requires (CI=true).
+# Each uses its own build folder, so a normal build is not disturbed. Each test step fails when it
+# ran no test, and the thread sanitizer steps when a suite they name no longer exists
+# (scripts/lib/checks.sh): `swift test --filter` passes when it matches nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/checks.sh
 
 scripts/install-deps.sh
+
+# The suites the thread sanitizer runs. First, from the normal debug build (seconds when it is
+# built, as in CI after scripts/test.sh), that each still exists: a renamed suite fails here.
+tsan_suites=(CacheTests ConcurrencyTests)
+server_tsan_suites=(GroupCommitTests TimeoutTests StoreTests)
+require_suites "thread sanitizer" "${tsan_suites[@]}"
+(cd Server && require_suites "thread sanitizer (Server)" "${server_tsan_suites[@]}")
 
 echo "== address sanitizer: swift test" >&2
 # Memory errors fail the suite; leaks are checked on verify-receipt below, where every object is
 # ReceiptKit's (the test harness keeps its own objects alive until exit).
-ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan
+ASAN_OPTIONS=detect_leaks=0 swift_test "address sanitizer" --sanitize=address --scratch-path .build-asan
 
 echo "== thread sanitizer: concurrency tests" >&2
-swift test --sanitize=thread --scratch-path .build-tsan --filter 'CacheTests|ConcurrencyTests'
+swift_test_suites "thread sanitizer" "${tsan_suites[@]}" -- --sanitize=thread --scratch-path .build-tsan
+
+echo "== thread sanitizer: receiptkit-server's concurrency tests" >&2
+(cd Server && swift_test_suites "thread sanitizer (Server)" "${server_tsan_suites[@]}" -- \
+    --sanitize=thread --scratch-path .build-tsan)
 
 echo "== leak check: verify-receipt over TestVectors/" >&2
 swift build --sanitize=address --scratch-path .build-asan --product verify-receipt
@@ -41,7 +59,7 @@ for f in TestVectors/receipts/*.der TestVectors/receipts/*.b64 TestVectors/recei
     check "$bin" "${receipt_root[@]}" "$f"
 done
 check "$bin" "${receipt_root[@]}" --format verifyreceipt --jobs 2 TestVectors/receipts/receipt-sha256-der.b64 TestVectors/jws/batch.txt
-if [ -d ../shared/vectors ]; then
+if [ -d ../shared/vectors ] || required "../shared/vectors (Apple's vectors, for the leak check)"; then
     check "$bin" ../shared/vectors/jws/real/*.jws
     check "$bin" --root ../shared/vectors/certs/AppleTestCA-mock.der ../shared/vectors/jws/apple-mock/*.jws
     for f in ../shared/vectors/receipts/*.der; do check "$bin" "$f"; done

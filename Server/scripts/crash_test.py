@@ -2,7 +2,8 @@
 """Crash test of receiptkit-server: an acknowledged notification is never lost.
 
 A client posts COUNT distinct genuine notifications (4 connections) to a server on loopback
-(SQLite in a temporary directory); once a third of them got 200, the server is killed with
+(SQLite in a temporary directory, or the empty PostgreSQL database --database names); once a
+third of them got 200, the server is killed with
 SIGKILL — only the process this script started — and started again, and the client goes on
 (answers lost to the crash are retried). Then:
   1. every notification that got 200 is in the store (events.dedup_key);
@@ -12,13 +13,16 @@ Finally the server is stopped with SIGTERM and must exit 0 (graceful shutdown).
 Bounded: every request has a 10 s timeout, the whole run a deadline (--deadline, 600 s), and the
 server is killed in any case on the way out.
 
-    crash_test.py BINARY [--count 3000] [--deadline 600]
+    crash_test.py BINARY [--count 3000] [--deadline 600] [--database postgres://USER@HOST:PORT/DB]
+
+PostgreSQL is read back with `psql` (Debian: postgresql-client).
 """
 import argparse
 import concurrent.futures
 import http.client
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import sqlite3
@@ -79,6 +83,31 @@ class Server:
         return self.process.wait(timeout=30)
 
 
+class Store:
+    """What the server stored, read with another connection: SQLite's file or `psql`."""
+
+    def __init__(self, database: str):
+        self.database = database
+
+    def query(self, sql: str) -> list[tuple[str, ...]]:
+        if self.database.startswith("sqlite:"):
+            with sqlite3.connect(self.database.removeprefix("sqlite:")) as db:
+                return [tuple(str(value) for value in row) for row in db.execute(sql)]
+        result = subprocess.run(
+            ["psql", self.database, "--no-psqlrc", "--tuples-only", "--no-align", "--field-separator=|",
+             "--set=ON_ERROR_STOP=1", "--command", sql],
+            capture_output=True, text=True, timeout=60, check=False)
+        if result.returncode != 0:
+            raise SystemExit(f"crash-test: psql failed: {result.stderr.strip()}")
+        return [tuple(line.split("|")) for line in result.stdout.splitlines() if line]
+
+    def is_empty(self) -> bool:
+        if self.database.startswith("sqlite:"):
+            return not os.path.exists(self.database.removeprefix("sqlite:"))
+        tables = self.query("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema()")
+        return tables == [("0",)]
+
+
 def post(port: int, body: str) -> int | None:
     """The status, or None when no answer came (the server was down or died mid-request)."""
     try:
@@ -96,14 +125,23 @@ def main():
     parser.add_argument("binary")
     parser.add_argument("--count", type=int, default=3000)
     parser.add_argument("--deadline", type=float, default=600)
+    parser.add_argument("--database", help="a postgres:// URL of an empty database (default: SQLite in a temporary directory)")
     args = parser.parse_args()
+    if args.database is not None and not args.database.startswith("postgres://"):
+        parser.error("--database must be a postgres:// URL")
+    if args.database is not None and shutil.which("psql") is None:
+        raise SystemExit("crash-test: --database needs psql (Debian: postgresql-client)")
     deadline = time.monotonic() + args.deadline
 
     print(f"crash-test: signing {args.count} notifications under the test PKI …", flush=True)
     notifications = make_notifications.generate(args.count)
     with tempfile.TemporaryDirectory(prefix="receiptkit-crash-") as directory:
-        database_path = os.path.join(directory, "store.sqlite")
-        server = Server(args.binary, "sqlite:" + database_path, free_port(), pathlib.Path(directory) / "server.log")
+        database = args.database or "sqlite:" + os.path.join(directory, "store.sqlite")
+        store = Store(database)
+        if not store.is_empty():
+            raise SystemExit(f"crash-test: the database is not empty: {database}")
+        print(f"crash-test: {'PostgreSQL' if args.database else 'SQLite'}", flush=True)
+        server = Server(args.binary, database, free_port(), pathlib.Path(directory) / "server.log")
         try:
             server.start(deadline)
             acknowledged: set[str] = set()
@@ -137,8 +175,7 @@ def main():
                 raise SystemExit("crash-test: the server was never killed")
             print(f"crash-test: {len(acknowledged)} notifications acknowledged across the crash", flush=True)
 
-            with sqlite3.connect(database_path) as db:
-                stored = {row[0] for row in db.execute("SELECT dedup_key FROM events")}
+            stored = {row[0] for row in store.query("SELECT dedup_key FROM events")}
             missing = [uuid for uuid in acknowledged if f"notification:{uuid}" not in stored]
             if missing:
                 raise SystemExit(f"crash-test: FAILED: {len(missing)} acknowledged notifications are not stored, e.g. {missing[:3]}")
@@ -148,9 +185,8 @@ def main():
                 statuses = list(pool.map(lambda item: post(server.port, item[0]), notifications))
             if any(status != 200 for status in statuses):
                 raise SystemExit(f"crash-test: FAILED: re-posting got {sorted(set(map(str, statuses)))}")
-            with sqlite3.connect(database_path) as db:
-                total, distinct = db.execute("SELECT COUNT(*), COUNT(DISTINCT dedup_key) FROM events").fetchone()
-            if total != args.count or distinct != args.count:
+            [(total, distinct)] = store.query("SELECT COUNT(*), COUNT(DISTINCT dedup_key) FROM events")
+            if int(total) != args.count or int(distinct) != args.count:
                 raise SystemExit(f"crash-test: FAILED: after re-posting all, {total} events ({distinct} distinct) for {args.count} notifications")
             print(f"crash-test: re-posted all {args.count}: exactly one event each", flush=True)
 

@@ -31,7 +31,7 @@ struct AvailabilityTests {
 
     @Test("a client that sends part of a body and stalls is answered 503 timeout at the configured timeout", arguments: Backend.available)
     func stalledBody(backend: Backend) async throws {
-        try await TestServer.run(backend, environment: Self.environment(timeout: "0.3")) { server in
+        try await TestServer.run(backend, environment: Self.environment(timeout: "1")) { server in
             let port = try #require(server.client.port)
             let head = "POST /appstore/notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             // The whole (malformed) body: the server answers at once, so the client is sound.
@@ -46,7 +46,8 @@ struct AvailabilityTests {
             let elapsed = ContinuousClock.now - start
             #expect(answer.hasPrefix("HTTP/1.1 503"), "\(answer)")
             #expect(answer.contains(#""code":"timeout""#), "\(answer)")
-            #expect(elapsed >= .milliseconds(300) && elapsed < .seconds(5), "answered after \(elapsed)")
+            // The order of magnitude of the 1 s timeout: not before it, and not ten times later.
+            #expect(elapsed >= .seconds(1) && elapsed < .seconds(10), "answered after \(elapsed)")
 
             // The server still serves.
             let healthy = try await server.get("/healthz", token: nil)
@@ -64,7 +65,7 @@ struct AvailabilityTests {
             type: "SUBSCRIBED", subtype: "INITIAL_BUY", uuid: uuid, signed: t0,
             transaction: p.transaction(id: "8001", original: "8001", purchase: t0, expires: t0 + 30 * day, signed: t0),
             renewalInfo: nil)
-        try await TestServer.run(backend, environment: Self.environment(timeout: "0.5")) { server in
+        try await TestServer.run(backend, environment: Self.environment(timeout: "1")) { server in
             let ready = try await server.get("/readyz", token: nil)
             #expect(ready.status == .ok, "\(ready.text)")
 
@@ -73,7 +74,8 @@ struct AvailabilityTests {
 
                 let start = ContinuousClock.now
                 let refused = try await server.notify(notification)
-                #expect(ContinuousClock.now - start < .seconds(4), "the webhook took \(ContinuousClock.now - start)")
+                // Cut off by the 1 s timeout: well under ten times it.
+                #expect(ContinuousClock.now - start < .seconds(10), "the webhook took \(ContinuousClock.now - start)")
                 try refused.expectError(.serviceUnavailable, "timeout")
                 try document.expect(refused, answers: "post", "/appstore/notifications")
 
@@ -84,7 +86,8 @@ struct AvailabilityTests {
             // The lock is gone: ready again, and Apple's retry is 200, stored exactly once
             // (whether or not the write cut short by the timeout committed meanwhile).
             var readyAgain = try await server.get("/readyz", token: nil)
-            for _ in 0..<20 where readyAgain.status != .ok {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while readyAgain.status != .ok, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(100))
                 readyAgain = try await server.get("/readyz", token: nil)
             }
@@ -100,10 +103,12 @@ struct AvailabilityTests {
 
     @Test(
         "PostgreSQL gone (nothing listens where it was, its connections reset): /readyz 503, the webhook 503",
-        .enabled(if: Backend.postgresURL != nil, "RECEIPTKIT_TEST_POSTGRES_URL is unset"))
+        .requires(.postgres))
     func postgresUnreachable() async throws {
-        guard let url = Backend.postgresURL, case .postgres(let postgres) = try DatabaseLocation(url: url) else {
-            return  // PostgresAvailabilityTests says why
+        let url = try #require(Backend.postgresURL)
+        guard case .postgres(let postgres) = try DatabaseLocation(url: url) else {
+            Issue.record("RECEIPTKIT_TEST_POSTGRES_URL is not a PostgreSQL URL: \(url)")
+            return
         }
         let document = try OpenAPIDocument()
         let p = try Payloads()
@@ -122,7 +127,7 @@ struct AvailabilityTests {
             // postgres-nio queues a query while it cannot connect: the request timeout answers.
             let start = ContinuousClock.now
             let refused = try await server.notify(notification)
-            #expect(ContinuousClock.now - start < .seconds(5), "the webhook took \(ContinuousClock.now - start)")
+            #expect(ContinuousClock.now - start < .seconds(10), "the webhook took \(ContinuousClock.now - start)")
             #expect(refused.status == .serviceUnavailable, "\(refused.text)")
             #expect(["timeout", "database_unavailable"].contains(try refused.errorCode()), "\(refused.text)")
             try document.expect(refused, answers: "post", "/appstore/notifications")
@@ -130,12 +135,12 @@ struct AvailabilityTests {
         }
     }
 
-    /// `/readyz` answers 503 `database_unavailable` within its own bound (well under the request
-    /// timeout), as the OpenAPI document says.
+    /// `/readyz` answers 503 `database_unavailable` within its own bound (under the request
+    /// timeout, checked here to its order of magnitude), as the OpenAPI document says.
     private static func expectNotReady(_ server: TestServer, _ document: OpenAPIDocument) async throws {
         let start = ContinuousClock.now
         let notReady = try await server.get("/readyz", token: nil)
-        #expect(ContinuousClock.now - start < .seconds(3), "/readyz took \(ContinuousClock.now - start)")
+        #expect(ContinuousClock.now - start < .seconds(10), "/readyz took \(ContinuousClock.now - start)")
         try notReady.expectError(.serviceUnavailable, "database_unavailable")
         try document.expect(notReady, answers: "get", "/readyz")
     }

@@ -53,13 +53,15 @@ struct GroupCommitTests {
         }
     }
 
-    /// Waits (a bounded number of yields and short sleeps) until `condition` holds.
-    func eventually(_ condition: () -> Bool) async throws {
-        for _ in 0..<5_000 {
+    /// Waits until `condition` holds, polling every millisecond, for at most 60 s (a bound for a
+    /// busy machine: it usually holds within milliseconds).
+    func eventually(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
             if condition() { return }
             try await Task.sleep(for: .milliseconds(1))
         }
-        Issue.record("the condition never held")
+        Issue.record("the condition did not hold within 60 s", sourceLocation: sourceLocation)
     }
 
     /// Submits 0 and holds its transaction open, then submits `items` while it is held.

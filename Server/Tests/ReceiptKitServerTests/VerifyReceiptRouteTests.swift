@@ -81,32 +81,50 @@ struct VerifyReceiptRouteTests {
         }
     }
 
+    /// The test receipt's subscription renewed, then refunded, by notification after the receipt.
+    struct RenewalStory {
+        /// The receipt's subscription: original 2000000901234567, its latest period bought
+        /// 2025-05-20T08:15:30Z, expiring 2025-06-20T08:15:30Z (see TestVectors/receipts).
+        static let original = "2000000901234567"
+        static let renewed = ms("2025-06-20T08:15:30Z")
+        static let refunded = ms("2025-06-25T10:00:00Z")
+        /// After both notifications.
+        static let now = Date(timeIntervalSince1970: Double(ms("2025-07-01T00:00:00Z")) / 1000)
+
+        let receiptData: String
+        let receiptBody: String
+        let didRenew: String
+        let refund: String
+
+        init() throws {
+            let request = try #require(
+                try JSONSerialization.jsonObject(with: Data(Vectors.text("receipts/receipt-request-body.json").utf8)) as? [String: Any])
+            receiptData = try #require(request["receipt-data"] as? String)
+            receiptBody = #"{"receipt-data":"\#(receiptData)"}"#
+            let p = try Payloads()
+            let (original, renewed, refunded) = (Self.original, Self.renewed, Self.refunded)
+            let renewal = try p.transaction(
+                id: "2000000951239999", original: original, purchase: renewed, expires: renewed + 30 * day, signed: renewed + 1000,
+                token: "5a4c1e0c-6a0b-4d8f-9a8e-2f1d3c4b5a69", webOrderLineItemId: "2000000098769999")
+            let renewalInfo = try p.renewalInfo(original: original, signed: renewed + 1000, renewalDate: renewed + 30 * day)
+            didRenew = try p.notification(type: "DID_RENEW", signed: renewed + 2000, transaction: renewal, renewalInfo: renewalInfo)
+            refund = try p.notification(
+                type: "REFUND", signed: refunded + 1000,
+                transaction: p.transaction(
+                    id: "2000000951239999", original: original, purchase: renewed, expires: renewed + 30 * day, signed: refunded,
+                    token: "5a4c1e0c-6a0b-4d8f-9a8e-2f1d3c4b5a69", revocation: refunded, revocationReason: 1,
+                    webOrderLineItemId: "2000000098769999"),
+                renewalInfo: p.renewalInfo(original: original, signed: refunded, autoRenew: false, expirationIntent: 1))
+        }
+    }
+
     @Test("latest_receipt_info lists renewals and refunds that arrived by notification after the receipt, newest first", arguments: Backend.available)
     func renewalsAfterTheReceipt(backend: Backend) async throws {
-        let request = try #require(
-            try JSONSerialization.jsonObject(with: Data(Vectors.text("receipts/receipt-request-body.json").utf8)) as? [String: Any])
-        let receiptData = try #require(request["receipt-data"] as? String)
-        let receiptBody = #"{"receipt-data":"\#(receiptData)"}"#
-        let p = try Payloads()
-        // The receipt's subscription: original 2000000901234567, its latest period bought
-        // 2025-05-20T08:15:30Z, expiring 2025-06-20T08:15:30Z (see TestVectors/receipts).
-        let original = "2000000901234567"
-        let renewed = ms("2025-06-20T08:15:30Z")
-        let renewal = try p.transaction(
-            id: "2000000951239999", original: original, purchase: renewed, expires: renewed + 30 * day, signed: renewed + 1000,
-            token: "5a4c1e0c-6a0b-4d8f-9a8e-2f1d3c4b5a69", webOrderLineItemId: "2000000098769999")
-        let renewalInfo = try p.renewalInfo(original: original, signed: renewed + 1000, renewalDate: renewed + 30 * day)
-        let didRenew = try p.notification(type: "DID_RENEW", signed: renewed + 2000, transaction: renewal, renewalInfo: renewalInfo)
-        let refunded = ms("2025-06-25T10:00:00Z")
-        let refund = try p.notification(
-            type: "REFUND", signed: refunded + 1000,
-            transaction: p.transaction(
-                id: "2000000951239999", original: original, purchase: renewed, expires: renewed + 30 * day, signed: refunded,
-                token: "5a4c1e0c-6a0b-4d8f-9a8e-2f1d3c4b5a69", revocation: refunded, revocationReason: 1,
-                webOrderLineItemId: "2000000098769999"),
-            renewalInfo: p.renewalInfo(original: original, signed: refunded, autoRenew: false, expirationIntent: 1))
+        let story = try RenewalStory()
+        let (receiptData, receiptBody, didRenew, refund) = (story.receiptData, story.receiptBody, story.didRenew, story.refund)
+        let (original, renewed, refunded) = (RenewalStory.original, RenewalStory.renewed, RenewalStory.refunded)
 
-        try await TestServer.run(backend, now: Date(timeIntervalSince1970: Double(ms("2025-07-01T00:00:00Z")) / 1000)) { server in
+        try await TestServer.run(backend, now: RenewalStory.now) { server in
             let before = try await server.post("/verifyReceipt", receiptBody).json()
             let countBefore = try #require(before["latest_receipt_info"] as? [[String: Any]]).count
 
@@ -162,9 +180,6 @@ struct VerifyReceiptRouteTests {
         }
     }
 
-    /// Apple's rules for `latest_receipt_info`: string values only, dates as `X` (Etc/GMT), `X_ms`
-    /// and `X_pst` (America/Los_Angeles), newest purchase first, and — when the golden Apple
-    /// response in `../shared/vectors` is there — every member Apple's own elements carry.
     @Test("/verifyReceipt and the entitlement routes agree on tied and revoked copies, in either order",
           arguments: Backend.available, [false, true])
     func agreesWithEntitlements(backend: Backend, refundFirst: Bool) async throws {
@@ -213,6 +228,9 @@ struct VerifyReceiptRouteTests {
         }
     }
 
+    /// Apple's rules for `latest_receipt_info`: string values only, dates as `X` (Etc/GMT), `X_ms`
+    /// and `X_pst` (America/Los_Angeles), newest purchase first. (Apple's own members:
+    /// ``appleMembers()``.)
     static func expectAppleShape(_ latest: [[String: Any]], sourceLocation: SourceLocation = #_sourceLocation) {
         let dateMembers = ["purchase_date", "original_purchase_date", "expires_date", "cancellation_date"]
         for info in latest {
@@ -232,16 +250,25 @@ struct VerifyReceiptRouteTests {
         let purchases = latest.map { Int64($0["purchase_date_ms"] as? String ?? "") ?? 0 }
         #expect(purchases == purchases.sorted(by: >), "not newest first: \(purchases)", sourceLocation: sourceLocation)
 
-        // Apple's own subscription elements (a 2020 sandbox response): ours for a renewed
-        // subscription carry every member they do.
-        let golden = Vectors.repositoryRoot.appendingPathComponent("../shared/vectors/receipts/revenuecat-sandbox-sample1.verifyReceipt.json")
-        guard let data = try? Data(contentsOf: golden),
-            let apple = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-            let appleLatest = apple["latest_receipt_info"] as? [[String: Any]], let appleElement = appleLatest.first
-        else { return }
-        for info in latest where info["subscription_group_identifier"] != nil && info["web_order_line_item_id"] != nil {
-            let missing = Set(appleElement.keys).subtracting(info.keys)
-            #expect(missing.isEmpty, "members Apple's elements carry and this one lacks: \(missing.sorted())", sourceLocation: sourceLocation)
+    }
+
+    @Test("a renewed subscription's element carries every member Apple's own carry (Apple's 2020 sandbox response in ../shared/vectors)",
+          .requires(.sharedVectors))
+    func appleMembers() async throws {
+        let golden = try #require(Prerequisite.sharedVectorsURL).appendingPathComponent("receipts/revenuecat-sandbox-sample1.verifyReceipt.json")
+        let apple = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: golden)) as? [String: Any])
+        let appleElement = try #require((apple["latest_receipt_info"] as? [[String: Any]])?.first, "no latest_receipt_info in \(golden.path)")
+        let appleMembers = Set(appleElement.keys)
+        #expect(appleMembers.isSuperset(of: ["subscription_group_identifier", "web_order_line_item_id"]),
+                "Apple's element is a subscription's: \(appleMembers.sorted())")
+        let story = try RenewalStory()
+        try await TestServer.run(.sqlite, now: RenewalStory.now) { server in
+            #expect(try await server.notify(story.didRenew).status == .ok)
+            let body = try await server.post("/verifyReceipt", story.receiptBody).json()
+            let latest = try #require(body["latest_receipt_info"] as? [[String: Any]])
+            let renewed = try #require(latest.first { $0["transaction_id"] as? String == "2000000951239999" }, "\(latest)")
+            let missing = appleMembers.subtracting(renewed.keys)
+            #expect(missing.isEmpty, "members Apple's elements carry and this one lacks: \(missing.sorted())")
         }
     }
 }

@@ -4,7 +4,7 @@ import Testing
 
 /// Apple's real, mock and Xcode JWS from `../shared/vectors/jws`, with the outcomes its README
 /// states. Skipped when the folder is absent.
-@Suite("Apple JWS vectors (../shared/vectors/jws)", .enabled(if: Fixtures.hasSharedVectors))
+@Suite("Apple JWS vectors (../shared/vectors/jws)", .requires(.sharedVectors))
 struct AppleJWSVectorTests {
     static let realTransaction = "jws/real/mingos_2025-02-10_transaction_consumable_sandbox.jws"
     static let realRenewalInfo = "jws/real/goiap_2023-05-23_renewalInfo_sandbox.jws"

@@ -115,7 +115,7 @@ struct CommandLineTests {
         #expect(try result.records().first?["kind"] as? String == "renewal_info")
     }
 
-    @Test("a real Apple transaction verifies with no option at all", .enabled(if: Fixtures.hasSharedVectors))
+    @Test("a real Apple transaction verifies with no option at all", .requires(.sharedVectors))
     func realTransaction() throws {
         let jws = try Fixtures.sharedVectorText("jws/real/mingos_2025-02-10_transaction_consumable_sandbox.jws")
         let result = try CLI.run([], stdin: jws + "\n")
@@ -130,7 +130,7 @@ struct CommandLineTests {
 }
 
 /// Apple's real, mock and Xcode JWS through the binary, with the README's stated outcomes.
-@Suite("verify-receipt over Apple's vectors", .enabled(if: Fixtures.hasSharedVectors))
+@Suite("verify-receipt over Apple's vectors", .requires(.sharedVectors))
 struct CommandLineAppleVectorTests {
     static let cases: [(file: String, arguments: [String], code: String?)] = [
         ("jws/real/mingos_2025-02-10_transaction_consumable_sandbox.jws", ["--environment", "Sandbox"], nil),

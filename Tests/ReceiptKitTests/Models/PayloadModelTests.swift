@@ -4,7 +4,7 @@ import Testing
 
 /// Apple's payload models from `../shared/vectors/jws/models`, signed under the test PKI and
 /// verified: every field Apple defines decodes. Skipped when the folder is absent.
-@Suite("Apple payload models (../shared/vectors/jws/models)", .enabled(if: Fixtures.hasSharedVectors))
+@Suite("Apple payload models (../shared/vectors/jws/models)", .requires(.sharedVectors))
 struct PayloadModelTests {
     let signer: TestSigner
     let verifier: AppStoreVerifier

@@ -5,7 +5,7 @@ import Testing
 
 /// The real receipts in `../shared/vectors/receipts` with the outcomes its README gives; skipped
 /// when that folder is absent (a fresh clone).
-@Suite("Real App Store and Xcode receipts", .enabled(if: Fixtures.hasSharedVectors, "../shared/vectors is absent"))
+@Suite("Real App Store and Xcode receipts", .requires(.sharedVectors))
 struct RealReceiptTests {
     /// A clock after every real leaf certificate expired.
     static let laterClock: @Sendable () -> Date = { Date(timeIntervalSince1970: 1_893_456_000) }  // 2030-01-01
@@ -148,8 +148,8 @@ struct RealReceiptTests {
 
     @Test("verify-receipt reads a DER file argument, base64 lines and request bodies")
     func commandLine() throws {
-        let g5 = "../shared/vectors/receipts/tpinappreceipt-sandbox-g5.der"
-        let file = try CLI.run([g5])
+        let g5 = try #require(Fixtures.sharedVectors).appendingPathComponent("receipts/tpinappreceipt-sandbox-g5.der")
+        let file = try CLI.run([g5.path])
         #expect(file.status == 0, "\(file.stdout) \(file.stderr)")
         let record = try #require(try file.records().first)
         #expect(record["kind"] as? String == "receipt")

@@ -115,11 +115,14 @@ final class TestCA: @unchecked Sendable {
     ///   - name: Its common name, and the base of its file names.
     ///   - profile: What it is.
     ///   - ocspURL: The OCSP responder its AIA names, if any.
-    ///   - notBefore: `YYYYMMDDHHMMSSZ`.
-    ///   - notAfter: `YYYYMMDDHHMMSSZ`.
+    ///   - notBefore: `YYYYMMDDHHMMSSZ`; by default 2024-01-01, before the signed dates the
+    ///     tests use.
+    ///   - notAfter: `YYYYMMDDHHMMSSZ`; by default ten years after the run (see
+    ///     ``validForYears(_:)``), so that a responder's certificate, checked at the verifier's
+    ///     clock, never expires under a test.
     func issue(
         _ name: String, _ profile: Profile, ocspURL: String? = nil,
-        notBefore: String = "20240101000000Z", notAfter: String = "20300101000000Z"
+        notBefore: String = "20240101000000Z", notAfter: String = TestCA.validForYears(10)
     ) throws -> Issued {
         let key = directory.appendingPathComponent("\(name).key")
         let curve = profile == .intermediate ? "secp384r1" : "prime256v1"
@@ -149,6 +152,16 @@ final class TestCA: @unchecked Sendable {
                        in: directory)
         try runOpenSSL(["x509", "-in", pem.path, "-outform", "DER", "-out", "\(name).der"], in: directory)
         return Issued(der: try Fixtures.bytes(directory.appendingPathComponent("\(name).der")), pem: pem, key: key)
+    }
+
+    /// `YYYYMMDDHHMMSSZ` for `years` (of 365 days) after now: validity relative to the run,
+    /// not to the day a test was written.
+    static func validForYears(_ years: Int, from now: Date = Date()) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMddHHmmss'Z'"
+        return formatter.string(from: now.addingTimeInterval(Double(years) * 365 * 86_400))
     }
 
     /// Marks a certificate revoked in the index (revocation time: now).

@@ -140,7 +140,10 @@ struct TrustTests {
         let certificate = try Fixtures.testVector("pki/xcode.der")
         let signer = TestSigner(chain: [certificate], keyFile: "pki/xcode.key")
         let token = try signer.sign(payload: "{\"transactionId\":\"0\",\"environment\":\"Xcode\",\"signedDate\":1748779200123}")
-        let trusted = AppStoreVerifier(.init(anchors: try TrustAnchors(rootCertificates: [certificate]), environment: .xcode))
+        // The fixed clock: the forged payload below has no signedDate, so it is validated at the
+        // clock, and the Xcode certificate expires 2027-01-01.
+        let trusted = AppStoreVerifier(
+            .init(anchors: try TrustAnchors(rootCertificates: [certificate]), environment: .xcode), clock: Fixtures.fixedClock)
         let verified = try trusted.verifyTransaction(token)
         #expect(verified.chain.rootSHA256 == verified.chain.leafSHA256)
         expectRejection(.untrustedRoot) { _ = try AppStoreVerifier().verifyTransaction(token) }

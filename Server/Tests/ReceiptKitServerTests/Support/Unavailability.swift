@@ -74,6 +74,17 @@ final class LoopbackConnection: Sendable {
 
     deinit { close(descriptor) }
 
+    /// This end's port.
+    func localPort() throws -> Int {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let status = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard status == 0 else { throw SocketError(description: "getsockname: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     func write(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
