@@ -88,12 +88,9 @@ struct TransactionRouteTests {
         }
     }
 
-    @Test("the README's Node example finds a customer whose id is an email", arguments: Backend.available)
+    @Test("the README's Node example finds a customer whose id is an email", .requires(.node), arguments: Backend.available)
     func readmeNodeExample(backend: Backend) async throws {
-        guard let node = Tools.path(of: "node") else {
-            try Tools.missing("node (Node.js 18 or later), to run the README's Node example")
-            return
-        }
+        let node = try #require(Tools.path(of: "node"))
         let readme = try String(contentsOf: Vectors.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
         // The first ```js block after "From a Node backend".
         let after = try #require(readme.range(of: "From a Node backend"), "the README has no Node example")

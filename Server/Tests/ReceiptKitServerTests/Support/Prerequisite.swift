@@ -35,6 +35,11 @@ struct Prerequisite: Sendable {
         name: "RECEIPTKIT_TEST_POSTGRES_URL (a postgres:// URL of an empty database; without it every store test ran on SQLite only)"
     ) { Backend.postgresURL != nil }
 
+    /// Node.js (18 or later) on `PATH`, to run the README's Node example.
+    static let node = Prerequisite(name: "node (Node.js 18 or later, to run the README's Node example)") {
+        Tools.path(of: "node") != nil
+    }
+
     /// Whether this run is CI's, where nothing may be skipped: `CI=true` (or `1`).
     static var isCI: Bool {
         ["true", "1"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? "")

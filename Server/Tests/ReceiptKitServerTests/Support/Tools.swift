@@ -3,24 +3,10 @@ import Testing
 
 /// Programs some tests run besides the server (Node.js for the README's example).
 enum Tools {
-    /// Whether this is a CI run (`CI=true`), where a test that cannot run fails instead of
-    /// being skipped.
-    static let isCI = ProcessInfo.processInfo.environment["CI"] == "true"
-
     /// The path of an executable on `PATH`, or `nil`.
     static func path(of name: String) -> String? {
         let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
         return directories.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-
-    /// Ends a test that needs what is missing: a failure naming it in CI, a skip with the reason
-    /// elsewhere.
-    static func missing(_ what: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        if isCI {
-            Issue.record("CI=true and \(what) is missing", sourceLocation: sourceLocation)
-            return
-        }
-        try Test.cancel("skipped: \(what) is missing", sourceLocation: sourceLocation)
     }
 
     /// Runs a program to its end; its standard output and error together, and its exit status.
