@@ -13,13 +13,18 @@ Finally the server is stopped with SIGTERM and must exit 0 (graceful shutdown).
 Bounded: every request has a 10 s timeout, the whole run a deadline (--deadline, 600 s), and the
 server is killed in any case on the way out.
 
-    crash_test.py BINARY [--count 3000] [--deadline 600] [--database postgres://USER@HOST:PORT/DB]
+    crash_test.py BINARY --bodies FILE [--count 3000] [--deadline 600] [--database postgres://USER@HOST:PORT/DB]
+
+FILE holds distinct genuine webhook bodies, one per line, as `receiptkit-benchmark
+--write-notification-bodies` writes them (crash-test.sh does).
 
 PostgreSQL is read back with `psql` (Debian: postgresql-client).
 """
 import argparse
+import base64
 import concurrent.futures
 import http.client
+import json
 import os
 import pathlib
 import shutil
@@ -32,10 +37,24 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import make_notifications  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-ROOT = make_notifications.ROOT
+
+def read_bodies(path: str, count: int) -> list[tuple[str, str]]:
+    """The first COUNT webhook bodies of a file, each with its notificationUUID (read from the
+    signedPayload's payload: the bodies are genuine, and the server verifies them)."""
+    notifications = []
+    with open(path) as file:
+        for line in file:
+            body = line.strip()
+            if not body:
+                continue
+            payload = json.loads(body)["signedPayload"].split(".")[1]
+            claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+            notifications.append((body, claims["notificationUUID"]))
+            if len(notifications) == count:
+                return notifications
+    raise SystemExit(f"crash-test: {path} holds {len(notifications)} bodies, fewer than --count {count}")
 
 
 def free_port() -> int:
@@ -123,6 +142,7 @@ def post(port: int, body: str) -> int | None:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("binary")
+    parser.add_argument("--bodies", required=True, help="webhook bodies, one per line (receiptkit-benchmark --write-notification-bodies)")
     parser.add_argument("--count", type=int, default=3000)
     parser.add_argument("--deadline", type=float, default=600)
     parser.add_argument("--database", help="a postgres:// URL of an empty database (default: SQLite in a temporary directory)")
@@ -133,8 +153,9 @@ def main():
         raise SystemExit("crash-test: --database needs psql (Debian: postgresql-client)")
     deadline = time.monotonic() + args.deadline
 
-    print(f"crash-test: signing {args.count} notifications under the test PKI …", flush=True)
-    notifications = make_notifications.generate(args.count)
+    notifications = read_bodies(args.bodies, args.count)
+    if len({uuid for _, uuid in notifications}) != len(notifications):
+        raise SystemExit("crash-test: the bodies repeat a notificationUUID")
     with tempfile.TemporaryDirectory(prefix="receiptkit-crash-") as directory:
         database = args.database or "sqlite:" + os.path.join(directory, "store.sqlite")
         store = Store(database)

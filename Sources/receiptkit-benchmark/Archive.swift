@@ -64,8 +64,8 @@ struct TransactionArchive {
 
     /// Writes `count` distinct App Store Server Notifications V2, one per line, and returns how
     /// many it wrote: each a SUBSCRIBED notification whose `data` nests its own transaction and
-    /// renewal info, three ES256 signatures in all, as `Server/scripts/make_notifications.py`
-    /// builds them. `bodies` writes each as a webhook body, `{"signedPayload":"…"}`; otherwise the
+    /// renewal info, three ES256 signatures in all (for the benchmarks and
+    /// `Server/scripts/crash-test.sh`). `bodies` writes each as a webhook body, `{"signedPayload":"…"}`; otherwise the
     /// `signedPayload` JWS alone.
     func writeNotifications(to path: String, count: Int, bodies: Bool) throws -> Int {
         _ = FileManager.default.createFile(atPath: path, contents: nil)
