@@ -175,11 +175,7 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
                 id = inserted
             }
             if id == nil {
-                for try await existing in try await connection.query(
-                    "SELECT id FROM jws_headers WHERE segment = \(text)", logger: logger
-                ).decode(Int64.self) {
-                    id = existing
-                }
+                id = try await connection.rows(RawCompaction.headerId, [.text(text)], logger: logger).first?[0].integer
             }
             guard let id else { throw StoreError("a JWS header was neither inserted nor found") }
             let header = RawCompaction.Header(id: id, segment: segment)
@@ -233,23 +229,10 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
     }
 
     public func raw(dedupKey: String) async throws -> [UInt8]? {
-        var row: (stored: [UInt8], encoding: Int16)?
-        for try await (stored, encoding) in try await client.query(
-            "SELECT raw, raw_encoding FROM events WHERE dedup_key = \(dedupKey)", logger: logger
-        ).decode((ByteBuffer, Int16).self) {
-            row = (Array(stored.readableBytesView), encoding)
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await connection.run(RawReading(dedupKey: dedupKey), logger: logger)
         }
-        guard let row else { return nil }
-        var segments: [Int64: [UInt8]] = [:]
-        if row.encoding == RawEncoding.headerReferences.rawValue {
-            let identifiers = Array(try RawCompaction.references(in: row.stored))
-            for try await (id, segment) in try await client.query(
-                "SELECT id, segment FROM jws_headers WHERE id = ANY(\(identifiers))", logger: logger
-            ).decode((Int64, String).self) {
-                segments[id] = Array(segment.utf8)
-            }
-        }
-        return try RawCompaction.raw(stored: row.stored, encoding: row.encoding) { _ in segments }
     }
 
     package func eventCount(dedupKeys: [String]?) async throws -> Int {

@@ -35,6 +35,9 @@ package enum RawEncoding: Int16, Sendable {
 /// and the header's id, 8 bytes big-endian. Raw bytes holding a 0x00 byte are stored verbatim
 /// (no JSON text holds one), so a 0x00 in a compacted form is always a reference.
 package enum RawCompaction {
+    /// A stored header's id, by its segment.
+    static let headerId = StoreStatement("SELECT id FROM jws_headers WHERE segment = ?", columns: [.integer])
+
     package static let escape: UInt8 = 0x00
     package static let referenceLength = 10
     /// Shorter segments are not worth a reference.
@@ -335,5 +338,54 @@ package final class HeaderDirectory: Sendable {
                 known.append((segment, header))
             }
         }
+    }
+}
+
+/// Reading an event's raw bytes back, the same on both stores: its stored form, then each JWS
+/// header it refers to, then the bytes as received (``RawCompaction/raw(stored:encoding:segments:)``).
+struct RawReading: RowSteps {
+    static let event = StoreStatement(
+        "SELECT raw, raw_encoding FROM events WHERE dedup_key = ?", columns: [.bytes, .integer])
+    static let header = StoreStatement("SELECT segment FROM jws_headers WHERE id = ?", columns: [.text])
+
+    let dedupKey: String
+    private var phase = Phase.start
+    private var stored: [UInt8] = []
+    private var encoding: Int16 = RawEncoding.verbatim.rawValue
+    /// The header ids still to read.
+    private var pending: [Int64] = []
+    private var segments: [Int64: [UInt8]] = [:]
+
+    private enum Phase {
+        case start, event
+        case header(Int64)
+    }
+
+    init(dedupKey: String) {
+        self.dedupKey = dedupKey
+    }
+
+    mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<[UInt8]?> {
+        switch phase {
+        case .start:
+            phase = .event
+            return .fetch(Self.event, [.text(dedupKey)])
+        case .event:
+            guard let row = rows.first else { return .done(nil) }
+            stored = row[0].bytes ?? []
+            encoding = Int16(truncatingIfNeeded: row[1].integer ?? 0)
+            if encoding == RawEncoding.headerReferences.rawValue {
+                pending = try RawCompaction.references(in: stored).sorted()
+            }
+        case .header(let id):
+            // A header that is not there leaves its reference unresolved: `raw` throws.
+            if let segment = rows.first?[0].text { segments[id] = Array(segment.utf8) }
+        }
+        if let id = pending.popLast() {
+            phase = .header(id)
+            return .fetch(Self.header, [.integer(id)])
+        }
+        let segments = self.segments
+        return .done(try RawCompaction.raw(stored: stored, encoding: encoding) { _ in segments })
     }
 }

@@ -174,8 +174,7 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
                 continue
             }
             let text = String(decoding: segment, as: UTF8.self)
-            let stored = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT id FROM jws_headers WHERE segment = ?"), arguments: [text])
+            let stored = try db.rows(RawCompaction.headerId, [.text(text)]).first?[0].integer
             guard
                 let id = try stored
                     ?? Int64.fetchOne(
@@ -237,22 +236,7 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
     }
 
     public func raw(dedupKey: String) async throws -> [UInt8]? {
-        try await pool.read { db in
-            guard
-                let row = try Row.fetchOne(
-                    db, sql: "SELECT raw, raw_encoding FROM events WHERE dedup_key = ?", arguments: [dedupKey])
-            else { return nil }
-            let stored: Data = row[0]
-            return try RawCompaction.raw(stored: Array(stored), encoding: row[1]) { identifiers in
-                var segments: [Int64: [UInt8]] = [:]
-                for id in identifiers {
-                    if let segment = try String.fetchOne(db, sql: "SELECT segment FROM jws_headers WHERE id = ?", arguments: [id]) {
-                        segments[id] = Array(segment.utf8)
-                    }
-                }
-                return segments
-            }
-        }
+        try await pool.read { db in try db.run(RawReading(dedupKey: dedupKey)) }
     }
 
     package func eventCount(dedupKeys: [String]?) async throws -> Int {

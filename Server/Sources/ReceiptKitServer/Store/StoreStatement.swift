@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import PostgresNIO
 
@@ -37,6 +38,7 @@ struct StoreStatement: Sendable {
             switch value {
             case .integer(let integer): binds.append(integer)
             case .text(let text): binds.append(text)
+            case .bytes(let bytes): binds.append(ByteBuffer(bytes: bytes))
             case .null: binds.appendNull()
             }
         }
@@ -48,6 +50,7 @@ struct StoreStatement: Sendable {
 enum StoreValue: Sendable, Hashable {
     case integer(Int64)
     case text(String)
+    case bytes([UInt8])
     case null
 
     var integer: Int64? {
@@ -60,13 +63,18 @@ enum StoreValue: Sendable, Hashable {
         return nil
     }
 
+    var bytes: [UInt8]? {
+        if case .bytes(let value) = self { return value }
+        return nil
+    }
+
     /// The value of a SQLite column.
     init(_ value: DatabaseValue) {
         switch value.storage {
         case .int64(let integer): self = .integer(integer)
         case .string(let text): self = .text(text)
         case .double(let double): self = .integer(Int64(double))
-        case .blob(let data): self = .text(String(decoding: data, as: UTF8.self))
+        case .blob(let data): self = .bytes(Array(data))
         case .null: self = .null
         }
     }
@@ -76,6 +84,7 @@ enum StoreValue: Sendable, Hashable {
         switch self {
         case .integer(let integer): integer.databaseValue
         case .text(let text): text.databaseValue
+        case .bytes(let bytes): Data(bytes).databaseValue
         case .null: .null
         }
     }
@@ -96,6 +105,7 @@ struct StoreWrite: Sendable {
 enum StoreColumn: Sendable {
     case integer
     case text
+    case bytes
 }
 
 extension Database {
@@ -128,6 +138,7 @@ extension PostgresConnection {
                 switch column {
                 case .integer: values.append(try cell.decode(Int64?.self).map(StoreValue.integer) ?? .null)
                 case .text: values.append(try cell.decode(String?.self).map(StoreValue.text) ?? .null)
+                case .bytes: values.append(try cell.decode(ByteBuffer?.self).map { .bytes(Array($0.readableBytesView)) } ?? .null)
                 }
             }
             rows.append(values)
