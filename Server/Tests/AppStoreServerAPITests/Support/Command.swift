@@ -47,13 +47,17 @@ enum Command {
         return nil
     }
 
-    /// The environment of a user of the test app: the key and app from APPSTORE_* variables.
+    /// The environment of a user of the test app: the key and app from APPSTORE_* variables, on
+    /// top of the test process's own environment — so that the command runs on the same clock as
+    /// the fake it calls (CI runs the suites again with the wall clock moved, through
+    /// `LD_PRELOAD`) — less any APPSTORE_* credentials of the developer's.
     static func environment(baseURL: String? = nil) throws -> [String: String] {
-        [
+        let inherited = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APPSTORE_") }
+        return inherited.merging([
             "APPSTORE_API_KEY_ID": Fixture.keyId, "APPSTORE_API_ISSUER_ID": Fixture.issuerId,
             "APPSTORE_API_PRIVATE_KEY_FILE": try Fixture.keyFile.get(), "APPSTORE_BUNDLE_ID": Fixture.bundleId,
-            "APPSTORE_ENVIRONMENT": "Sandbox", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
-        ]
+            "APPSTORE_ENVIRONMENT": "Sandbox",
+        ]) { $1 }
     }
 
     /// Runs `appstore-api` against the fake at `baseURL`, trusting the test root.
