@@ -13,12 +13,15 @@ public struct APIError: Error, Sendable {
     public let code: String
     /// What went wrong, for a person.
     public let message: String
+    /// Seconds after which a retry may succeed (the `Retry-After` header of a 503), if known.
+    public let retryAfterSeconds: Int?
 
     /// Creates an error.
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, retryAfterSeconds: Int? = nil) {
         self.status = status
         self.code = code
         self.message = message
+        self.retryAfterSeconds = retryAfterSeconds
     }
 
     /// An input that failed verification: 413 when it is too large, 400 otherwise.
@@ -42,7 +45,9 @@ public struct APIError: Error, Sendable {
         error.member("message", message)
         var body = JSONObjectText()
         body.member("error", json: error.text)
-        return Response.json(body.text, status: status)
+        var response = Response.json(body.text, status: status)
+        if let retryAfterSeconds { response.headers[.retryAfter] = String(retryAfterSeconds) }
+        return response
     }
 }
 
