@@ -50,8 +50,12 @@ public struct AppStoreAPISettings: Sendable {
             throw ConfigurationError(
                 "\(missing.joined(separator: " and ")) \(missing.count == 1 ? "is" : "are") required with the other RECEIPTKIT_APPSTORE_* variables: the In-App Purchase key's id, its issuer id and its .p8 file")
         }
-        guard let data = FileManager.default.contents(atPath: path), let pem = String(data: data, encoding: .utf8) else {
+        guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigurationError("RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE: cannot read \(path)")
+        }
+        guard let pem = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError(
+                "RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE (\(path)) is not an In-App Purchase key: not PEM text (expected the .p8 file App Store Connect gave)")
         }
         let key: InAppPurchaseKey
         do {

@@ -1,6 +1,8 @@
 import AppStoreServerAPI
 import AppStoreServerAPIFake
 import Foundation
+import Hummingbird
+import HummingbirdTesting
 import ReceiptKit
 import ReceiptKitServer
 import Testing
@@ -65,15 +67,17 @@ enum AppleFake {
         }
     }
 
-    /// A fake serving `transactions`, its tokens checked at `now`.
-    static func fake(_ transactions: [FakeAppStoreServerAPI.Transaction]) throws -> FakeAppStoreServerAPI {
+    /// A fake serving `transactions`, its tokens checked at `clock` (``now`` by default).
+    static func fake(
+        _ transactions: [FakeAppStoreServerAPI.Transaction], clock: @escaping @Sendable () -> Date = { now }
+    ) throws -> FakeAppStoreServerAPI {
         let signer = FakeAppStoreServerAPI.Signer(
             key: try ES256SigningKey(pemBytes: Vectors.bytes("pki/leaf.key")),
             chain: try ["pki/leaf.der", "pki/intermediate.der", "pki/root.der"].map(Vectors.bytes))
         let forger = FakeAppStoreServerAPI.Signer(key: try ES256SigningKey(pemBytes: Vectors.bytes("pki/other-leaf.key")), chain: signer.chain)
         let fake = FakeAppStoreServerAPI(
             credentials: .init(keyId: keyId, issuerId: issuerId, bundleId: bundleId, publicKey: try key().signingKey.publicKey),
-            signer: signer, forger: forger, signedDate: signedDate, clock: { now })
+            signer: signer, forger: forger, signedDate: signedDate, clock: clock)
         fake.transactions = transactions
         return fake
     }
@@ -104,5 +108,36 @@ extension FakeAppStoreServerAPI {
     /// The requests whose path starts with `prefix`.
     func requests(to prefix: String) -> [RecordedRequest] {
         requests.filter { $0.path.hasPrefix(prefix) }
+    }
+}
+
+extension AppleFake {
+    /// Runs `body` on a new database of `backend` with the fake running; `body` starts servers
+    /// on that database (``serve(_:location:searchPath:now:_:)``) as it likes — one after the
+    /// other (a restart) or side by side (replicas).
+    static func withDatabase(
+        _ backend: Backend, fake: FakeAppStoreServerAPI,
+        _ body: @escaping @Sendable (_ baseURL: String, _ location: DatabaseLocation, _ searchPath: String?) async throws -> Void
+    ) async throws {
+        try await fake.run { baseURL in
+            try await backend.withDatabase { location, searchPath in
+                try await body(baseURL, location, searchPath)
+            }
+        }
+    }
+
+    /// A server on `location` reaching the fake at `baseURL`, its clock at `now`, for the time of `test`.
+    static func serve(
+        _ baseURL: String, location: DatabaseLocation, searchPath: String?, now: Date,
+        _ test: @escaping @Sendable (TestServer) async throws -> Void
+    ) async throws {
+        var configuration = try ServerConfiguration(environment: Vectors.environment.merging(["PORT": "0"]) { $1 })
+        configuration.database = location
+        configuration.apiToken = testToken
+        configuration.appStoreAPI = try settings(baseURL)
+        let app = try buildApplication(configuration: configuration, logger: .silent, postgresSearchPath: searchPath, clock: { now })
+        try await app.test(.live) { client in
+            try await test(TestServer(client: client, location: location, searchPath: searchPath))
+        }
     }
 }
