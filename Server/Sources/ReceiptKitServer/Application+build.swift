@@ -75,6 +75,7 @@ public func buildApplication(
     TransactionController(environment: environment).add(to: v1)
     EntitlementController(environment: environment).add(to: v1)
     ReconcileController(environment: environment, reconciler: reconciler).add(to: v1)
+    OfferController(environment: environment).add(to: v1)
 
     var app = Application(
         router: router,
