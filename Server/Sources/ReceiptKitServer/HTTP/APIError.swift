@@ -6,7 +6,7 @@ public import ReceiptKit
 /// ReceiptKit's error codes for inputs that fail verification and the server's own for the rest
 /// (`unauthorized`, `not_found`, `invalid_request`, `database_unavailable`, `timeout`,
 /// `internal_error`). The message never carries SQL, a stack trace or a driver's error text.
-public struct APIError: Error, Sendable {
+public struct APIError: Error, Sendable, CustomStringConvertible {
     /// The HTTP status.
     public let status: HTTPResponse.Status
     /// A stable snake_case code.
@@ -23,6 +23,9 @@ public struct APIError: Error, Sendable {
         self.message = message
         self.retryAfterSeconds = retryAfterSeconds
     }
+
+    /// `code: message`, for a log or a command's standard error.
+    public var description: String { "\(code): \(message)" }
 
     /// An input that failed verification: 413 when it is too large, 400 otherwise.
     public init(rejected error: ReceiptKitError) {
