@@ -59,12 +59,16 @@ struct Reconciler: Sendable {
         guard try await sync.read({ try await store.takeReconcileLease(owner: owner, now: nowMs, until: nowMs + lease) }) else {
             return .busy
         }
+        // Given up even when the run was cancelled (a request's timeout, a shutdown): in a task
+        // of its own, which the caller's cancellation does not reach. A process killed before
+        // this leaves the lease to expire.
+        let release = { @Sendable in _ = await Task { try? await store.releaseReconcileLease(owner: owner) }.value }
         do {
             let report = try await window(since: since, now: now)
-            try? await sync.read { try await store.releaseReconcileLease(owner: owner) }
+            await release()
             return .ran(report)
         } catch {
-            try? await sync.read { try await store.releaseReconcileLease(owner: owner) }
+            await release()
             throw error
         }
     }

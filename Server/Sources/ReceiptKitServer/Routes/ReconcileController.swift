@@ -58,7 +58,11 @@ struct ReconcileController {
                 }
                 since = instant
             }
-            switch try await reconciler.run(since: since, now: environment.now) {
+            // A run outlives its request: cut short by the request's timeout, it would leave the
+            // cursor behind and read the same window again next time.
+            let now = environment.now
+            let window = since
+            switch try await abandoningOnCancel({ try await reconciler.run(since: window, now: now) }) {
             case .busy:
                 throw APIError(
                     .conflict, "reconcile_running", "another server is reconciling now; retry when it is done",
