@@ -49,6 +49,9 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                // Reconciling with Apple: purchases by transaction id, backfill, missed notifications.
+                "AppStoreServerAPI",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: strictSettings
         ),
@@ -70,6 +73,8 @@ let package = Package(
             dependencies: [
                 "ReceiptKitServer",
                 "CServerTestOpenSSL",
+                "AppStoreServerAPI",
+                "AppStoreServerAPIFake",
                 .product(name: "ReceiptKit", package: "ReceiptKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

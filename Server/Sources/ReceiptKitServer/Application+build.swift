@@ -1,6 +1,9 @@
 public import Foundation
 public import Hummingbird
 public import Logging
+import AppStoreServerAPI
+import AsyncHTTPClient
+import PostgresNIO
 import ReceiptKit
 import ServiceLifecycle
 
@@ -16,24 +19,37 @@ import ServiceLifecycle
 ///   - clock: The current time, read at each request (its `receivedAt`, and `as_of` when none
 ///     is given).
 /// - Returns: The application, ready for `runService()`.
-/// - Throws: ``StoreError`` when a SQLite database cannot be opened.
+/// - Throws: ``StoreError`` when a SQLite database cannot be opened; ``ConfigurationError`` or
+///   `AppStoreServerAPIError` when the App Store Server API settings cannot make a client.
 public func buildApplication(
     configuration: ServerConfiguration, logger: Logger, postgresSearchPath: String? = nil,
     clock: @escaping @Sendable () -> Date = { Date() }
 ) throws -> some ApplicationProtocol {
-    let store: any EntitlementStore
-    var services: [any Service] = []
-    switch configuration.database {
-    case .sqlite(let path):
-        store = try SQLiteStore(path: path)
-    case .postgres(let location):
-        let postgres = PostgresStore(location: location, searchPath: postgresSearchPath, logger: logger)
-        services.append(postgres.client)
-        store = postgres
-    }
-    let environment = RouteEnvironment(
-        verifier: AppStoreVerifier(configuration.verifier), store: store, metrics: ServerMetrics(), clock: clock,
+    let (store, client) = try makeStore(configuration.database, logger: logger, postgresSearchPath: postgresSearchPath)
+    var services: [any Service] = client.map { [$0] } ?? []
+    let verifier = AppStoreVerifier(configuration.verifier)
+    var environment = RouteEnvironment(
+        verifier: verifier, store: store, metrics: ServerMetrics(), clock: clock,
         readinessTimeout: min(Duration.seconds(2), configuration.requestTimeout / 2))
+    // Finished once the store is migrated: the periodic reconcile waits for it.
+    let (migrated, migratedContinuation) = AsyncStream.makeStream(of: Void.self)
+    var reconciler: Reconciler?
+    if let settings = configuration.appStoreAPI {
+        environment.apple = try makeAppleSync(
+            configuration, verifier: verifier, store: store, metrics: environment.metrics, logger: logger, clock: clock)
+        let apple = environment.apple
+        reconciler = apple.map { Reconciler(sync: $0, owner: UUID().uuidString.lowercased()) }
+        if let reconciler, let interval = settings.reconcileInterval {
+            services.append(ReconcileService(
+                reconciler: reconciler, interval: interval, clock: clock, logger: logger, migrated: migrated))
+        }
+        logger.info(
+            "reconciliation with Apple is on",
+            metadata: ["api": "\(apple?.client.baseURL ?? "")", "key_id": "\(settings.key.keyId)"])
+    } else {
+        logger.notice(
+            "reconciliation with Apple is off: set RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE to turn it on")
+    }
 
     let router = Router(context: ServerRequestContext.self)
     router.add(middleware: RequestLogMiddleware(metrics: environment.metrics, timeout: configuration.requestTimeout))
@@ -44,6 +60,8 @@ public func buildApplication(
     let v1 = authenticated.group("v1")
     TransactionController(environment: environment).add(to: v1)
     EntitlementController(environment: environment).add(to: v1)
+    ReconcileController(environment: environment, reconciler: reconciler).add(to: v1)
+    OfferController(environment: environment).add(to: v1)
 
     var app = Application(
         router: router,
@@ -53,6 +71,41 @@ public func buildApplication(
         logger: logger)
     app.beforeServerStarts {
         try await store.migrate()
+        migratedContinuation.finish()
     }
     return app
+}
+
+/// The store a configuration names, and for PostgreSQL its client, which must run (as a
+/// service) for as long as the store is used.
+func makeStore(
+    _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String?
+) throws -> (store: any EntitlementStore, client: PostgresClient?) {
+    switch database {
+    case .sqlite(let path):
+        return (try SQLiteStore(path: path), nil)
+    case .postgres(let location):
+        let postgres = PostgresStore(location: location, searchPath: postgresSearchPath, logger: logger)
+        return (postgres, postgres.client)
+    }
+}
+
+/// The App Store Server API client and sync of a configuration, or `nil` when it names no key.
+func makeAppleSync(
+    _ configuration: ServerConfiguration, verifier: AppStoreVerifier, store: any EntitlementStore, metrics: ServerMetrics,
+    logger: Logger, clock: @escaping @Sendable () -> Date
+) throws -> AppleSync? {
+    guard let settings = configuration.appStoreAPI else { return nil }
+    guard let appStoreEnvironment = configuration.verifier.environment else {
+        throw ConfigurationError("the App Store Server API needs the verifier's environment (RECEIPTKIT_ENVIRONMENT)")
+    }
+    let bundleId = configuration.verifier.bundleId ?? ""
+    let client = try AppStoreServerAPIClient(
+        configuration: .init(
+            key: settings.key, bundleId: bundleId, environment: appStoreEnvironment, baseURL: settings.baseURL,
+            retry: settings.retry),
+        verifier: verifier, clock: clock)
+    return AppleSync(
+        client: client, store: store, metrics: metrics, logger: logger, bundleId: bundleId,
+        environmentName: appStoreEnvironment.rawValue)
 }

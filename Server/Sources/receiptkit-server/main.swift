@@ -1,5 +1,10 @@
 // receiptkit-server: reads its configuration from the environment (see ServerConfiguration),
 // migrates the database and serves until SIGTERM or SIGINT, finishing the requests in flight.
+//
+// receiptkit-server sync --from FILE: backfills from Apple the customers of FILE (one transaction
+// id per line, optionally a tab and a customer id), resumably (see BulkSync); exits 0 when every
+// line synced, 1 when some line failed, 75 when Apple stayed unavailable, 78 for a configuration
+// error, 64 for a usage error.
 import Foundation
 import Hummingbird
 import Logging
@@ -30,6 +35,26 @@ do {
 } catch {
     FileHandle.standardError.write(Data("receiptkit-server: \(error)\n".utf8))
     exit(78)  // EX_CONFIG
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if let command = arguments.first {
+    guard command == "sync", arguments.count == 3, arguments[1] == "--from" else {
+        FileHandle.standardError.write(Data("usage: receiptkit-server [sync --from FILE]\n".utf8))
+        exit(64)  // EX_USAGE
+    }
+    do {
+        let summary = try await BulkSync.run(
+            configuration: configuration, file: arguments[2], logger: logger,
+            progress: { FileHandle.standardError.write(Data("\($0)\n".utf8)) })
+        exit(summary.interrupted ? 75 : summary.failed > 0 ? 1 : 0)  // 75: EX_TEMPFAIL
+    } catch let error as ConfigurationError {
+        FileHandle.standardError.write(Data("receiptkit-server: \(error)\n".utf8))
+        exit(78)
+    } catch {
+        FileHandle.standardError.write(Data("receiptkit-server: sync: \(error)\n".utf8))
+        exit(1)
+    }
 }
 
 do {

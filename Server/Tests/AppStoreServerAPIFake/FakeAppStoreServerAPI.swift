@@ -111,13 +111,19 @@ public final class FakeAppStoreServerAPI: Sendable {
         var pageSize = 20
         var failedNotificationIds: Set<String> = []
         var loopingPages = false
+        var signedDate: Int64 = 0
     }
 
     public let credentials: Credentials
     public let environment: String
     public let appAppleId: Int64
-    /// The `signedDate` of everything the fake signs (a chain is validated at it).
-    public let signedDate: Int64
+    /// The `signedDate` of everything the fake signs (a chain is validated at it). Move it
+    /// forward to play time passing at Apple: a transaction signed again (a refund, say) is then
+    /// a new copy, as Apple's are.
+    public var signedDate: Int64 {
+        get { state.withLock { $0.signedDate } }
+        set { state.withLock { $0.signedDate = newValue } }
+    }
     private let signer: Signer
     private let forger: Signer
     private let clock: @Sendable () -> Date
@@ -141,8 +147,8 @@ public final class FakeAppStoreServerAPI: Sendable {
         self.forger = forger
         self.environment = environment
         self.appAppleId = appAppleId
-        self.signedDate = signedDate
         self.clock = clock
+        self.state.withLock { $0.signedDate = signedDate }
     }
 
     // MARK: Set-up and inspection
@@ -349,7 +355,7 @@ public final class FakeAppStoreServerAPI: Sendable {
             if let revoked = values("revoked").first { items = items.filter { ($0.revocationDate != nil) == (revoked == "true") } }
             if values("sort").first == "DESCENDING" { items.reverse() }
             return page(items, token: values("revision").first, state: state) { slice, next, hasMore in
-                ["revision": next ?? "r-end", "hasMore": hasMore, "bundleId": self.credentials.bundleId,
+                ["revision": next, "hasMore": hasMore, "bundleId": self.credentials.bundleId,
                  "appAppleId": self.appAppleId, "environment": self.environment,
                  "signedTransactions": slice.map { self.sign($0, state) }]
             }
@@ -359,7 +365,7 @@ public final class FakeAppStoreServerAPI: Sendable {
             if let refusal = known(id) { return refusal }
             let refunded = state.transactions.filter { $0.revocationDate != nil }
             return page(refunded, token: query.first { $0.0 == "revision" }?.1, state: state) { slice, next, hasMore in
-                ["revision": next ?? "r-end", "hasMore": hasMore, "signedTransactions": slice.map { self.sign($0, state) }]
+                ["revision": next, "hasMore": hasMore, "signedTransactions": slice.map { self.sign($0, state) }]
             }
         }
         if let captured = match("GET", ["inApps", "v1", "subscriptions", nil]) {
@@ -413,7 +419,7 @@ public final class FakeAppStoreServerAPI: Sendable {
                     return ["signedPayload": self.signNotification(transaction, state),
                             "sendAttempts": [["attemptDate": self.signedDate, "sendAttemptResult": failed ? "TIMED_OUT" : "SUCCESS"]]]
                 }]
-                if let next { page["paginationToken"] = next }
+                if hasMore { page["paginationToken"] = next }
                 return page
             }
         }
@@ -484,9 +490,11 @@ public final class FakeAppStoreServerAPI: Sendable {
         return Self.json(["errorCode": 4_040_000, "errorMessage": "Not found: \(method) /\(path.joined(separator: "/"))"], status: 404)
     }
 
-    /// A page of `items` from the offset its token names; tokens are `r<offset>`.
+    /// A page of `items` from the offset its token names; tokens are `r<offset>`. `next` is the
+    /// offset after the page even on the last one: as Apple's revision token, it fetches later
+    /// only what has been added since.
     private func page<Item>(
-        _ items: [Item], token: String?, state: State, _ make: ([Item], _ next: String?, _ hasMore: Bool) -> [String: Any]
+        _ items: [Item], token: String?, state: State, _ make: ([Item], _ next: String, _ hasMore: Bool) -> [String: Any]
     ) -> Response {
         var offset = 0
         if let token {
@@ -500,7 +508,7 @@ public final class FakeAppStoreServerAPI: Sendable {
             return Self.json(make(Array(items[offset..<end]), "r\(state.pageSize)", true))
         }
         let hasMore = end < items.count
-        return Self.json(make(Array(items[offset..<end]), hasMore ? "r\(end)" : nil, hasMore))
+        return Self.json(make(Array(items[offset..<end]), "r\(end)", hasMore))
     }
 
     // MARK: Signed items
@@ -542,7 +550,8 @@ public final class FakeAppStoreServerAPI: Sendable {
     private func signNotification(_ transaction: Transaction, _ state: State) -> String {
         (state.forged.contains(transaction.transactionId) ? forger : signer).sign([
             "notificationType": transaction.revocationDate != nil ? "REFUND" : "SUBSCRIBED",
-            "notificationUUID": "00000000-0000-4000-8000-" + String(repeating: "0", count: max(0, 12 - transaction.transactionId.count))
+            // One notification per transaction and type: a refund's differs from the purchase's.
+            "notificationUUID": (transaction.revocationDate != nil ? "00000000-0000-4000-8001-" : "00000000-0000-4000-8000-") + String(repeating: "0", count: max(0, 12 - transaction.transactionId.count))
                 + transaction.transactionId.suffix(12),
             "version": "2.0", "signedDate": signedDate,
             "data": [

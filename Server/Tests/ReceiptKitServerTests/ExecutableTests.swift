@@ -141,7 +141,14 @@ final class ServerProcess: Sendable {
         let output = try FileHandle(forWritingTo: log)
         let process = Process()
         process.executableURL = Self.executable
-        process.environment = environment
+        // The test process's environment (its clock included: CI runs the suites again with the
+        // wall clock moved, through `LD_PRELOAD`, and the fake App Store Server API in this
+        // process checks the server's tokens against it), less the server's own settings, then
+        // the test's.
+        let inherited = ProcessInfo.processInfo.environment.filter { name, _ in
+            !name.hasPrefix("RECEIPTKIT_") && !["HOST", "PORT", "LOG_LEVEL"].contains(name)
+        }
+        process.environment = inherited.merging(environment) { $1 }
         process.standardOutput = output
         process.standardError = output
         try process.run()

@@ -45,19 +45,41 @@ struct OpenAPITests {
             Sample(method: "get", path: "/readyz", uri: "/readyz", body: nil, token: false),
             Sample(method: "get", path: "/metrics", uri: "/metrics", body: nil, token: false),
         ]
+        // The routes that ask Apple, answered by a server reaching the fake App Store Server API
+        // (and, with no key configured, 501).
+        let apple = [
+            Sample(method: "post", path: "/v1/transactions", uri: "/v1/transactions", body: #"{"transaction_id":"8000000101","customer_id":"a"}"#, token: true),
+            Sample(method: "post", path: "/v1/transactions", uri: "/v1/transactions", body: #"{"transaction_id":"8999999999","customer_id":"a"}"#, token: true),
+            Sample(method: "post", path: "/v1/subscriptions/{original_transaction_id}/sync", uri: "/v1/subscriptions/8000000100/sync", body: "", token: true),
+            Sample(method: "post", path: "/v1/subscriptions/{original_transaction_id}/sync", uri: "/v1/subscriptions/x/sync", body: "", token: true),
+            Sample(method: "post", path: "/v1/subscriptions/{original_transaction_id}/sync", uri: "/v1/subscriptions/8999999999/sync", body: "", token: true),
+            Sample(method: "post", path: "/v1/customers/{customer_id}/sync", uri: "/v1/customers/a/sync", body: "", token: true),
+            Sample(method: "post", path: "/v1/customers/{customer_id}/sync", uri: "/v1/customers/nobody/sync", body: "", token: true),
+            Sample(method: "post", path: "/v1/customers/{customer_id}/sync", uri: "/v1/customers/a/sync", body: "", token: false),
+            Sample(method: "post", path: "/v1/reconcile", uri: "/v1/reconcile", body: "", token: true),
+            Sample(method: "post", path: "/v1/reconcile", uri: "/v1/reconcile?since=x", body: "", token: true),
+            Sample(method: "post", path: "/v1/offers/signature", uri: "/v1/offers/signature", body: #"{"type":"promotional_offer","product_id":"p","offer_id":"o"}"#, token: true),
+            Sample(method: "post", path: "/v1/offers/signature", uri: "/v1/offers/signature", body: #"{"type":"intro_eligibility","product_id":"p","transaction_id":"8000000100"}"#, token: true),
+            Sample(method: "post", path: "/v1/offers/signature", uri: "/v1/offers/signature", body: #"{"type":"intro_eligibility"}"#, token: true),
+        ]
         // Every documented operation has a sample.
         for (path, item) in document.paths {
             for method in item.map.map({ Array($0.keys) }) ?? [] {
-                #expect(samples.contains { $0.path == path && $0.method == method }, "no sample for \(method) \(path)")
+                #expect((samples + apple).contains { $0.path == path && $0.method == method }, "no sample for \(method) \(path)")
             }
         }
+        @Sendable func answer(_ sample: Sample, _ server: TestServer) async throws {
+            let response = sample.method == "get"
+                ? try await server.get(sample.uri, token: sample.token ? testToken : nil)
+                : try await server.post(sample.uri, sample.body ?? "", token: sample.token ? testToken : nil)
+            try document.expect(response, answers: sample.method, sample.path, uri: sample.uri)
+        }
         try await TestServer.run(backend) { server in
-            for sample in samples {
-                let response = sample.method == "get"
-                    ? try await server.get(sample.uri, token: sample.token ? testToken : nil)
-                    : try await server.post(sample.uri, sample.body ?? "", token: sample.token ? testToken : nil)
-                try document.expect(response, answers: sample.method, sample.path, uri: sample.uri)
-            }
+            for sample in samples + apple { try await answer(sample, server) }
+        }
+        let fake = try AppleFake.fake(AppleFake.subscription(original: 8_000_000_100, renewals: 2))
+        try await AppleFake.withServer(backend, fake: fake) { server in
+            for sample in apple { try await answer(sample, server) }
         }
     }
 }

@@ -18,6 +18,9 @@ public import ReceiptKit
 /// | `HOST` | the address to listen on, default `127.0.0.1` |
 /// | `PORT` | the port to listen on, default `8080` |
 /// | `RECEIPTKIT_REQUEST_TIMEOUT` | seconds one request may take before it is answered 503 `timeout`, default `30` |
+/// | `RECEIPTKIT_APPSTORE_KEY_ID`, `RECEIPTKIT_APPSTORE_ISSUER_ID`, `RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE` | the In-App Purchase key that reconciles with Apple (all three or none: without them reconciliation is off) |
+/// | `RECEIPTKIT_APPSTORE_API_URL` | the App Store Server API's base URL, default Apple's for `RECEIPTKIT_ENVIRONMENT` |
+/// | `RECEIPTKIT_RECONCILE_INTERVAL` | seconds between two looks at Get Notification History, default `900`; `0`: only `POST /v1/reconcile` |
 public struct ServerConfiguration: Sendable {
     /// The address the server binds to.
     public var host: String
@@ -32,6 +35,8 @@ public struct ServerConfiguration: Sendable {
     /// How long one request may take, reading its body included, before it is answered 503
     /// `timeout`.
     public var requestTimeout: Duration
+    /// How the server reaches the App Store Server API, or `nil`: reconciliation is off.
+    public var appStoreAPI: AppStoreAPISettings?
 
     /// Creates a configuration.
     ///
@@ -44,7 +49,8 @@ public struct ServerConfiguration: Sendable {
     ///   - requestTimeout: How long a request may take.
     public init(
         host: String = "127.0.0.1", port: Int = 8080, verifier: AppStoreVerifier.Configuration,
-        database: DatabaseLocation, apiToken: String?, requestTimeout: Duration = .seconds(30)
+        database: DatabaseLocation, apiToken: String?, requestTimeout: Duration = .seconds(30),
+        appStoreAPI: AppStoreAPISettings? = nil
     ) {
         self.host = host
         self.port = port
@@ -52,6 +58,7 @@ public struct ServerConfiguration: Sendable {
         self.database = database
         self.apiToken = apiToken
         self.requestTimeout = requestTimeout
+        self.appStoreAPI = appStoreAPI
     }
 
     /// Whether ``host`` is a loopback address, where the API may run without a token.
@@ -95,10 +102,11 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError(
                 "RECEIPTKIT_API_TOKEN is required when HOST (\(host)) is not a loopback address: /v1/* and /verifyReceipt would be open to anyone")
         }
+        let appStoreAPI = try AppStoreAPISettings.read(variables, environment: appStoreEnvironment)
         self.init(
             host: host, port: port,
             verifier: .init(anchors: anchors, bundleId: bundleId, appAppleId: appAppleId, environment: appStoreEnvironment),
-            database: database, apiToken: apiToken, requestTimeout: requestTimeout)
+            database: database, apiToken: apiToken, requestTimeout: requestTimeout, appStoreAPI: appStoreAPI)
     }
 
     /// Apple's pinned roots, or the roots and pins configured instead of them.

@@ -6,20 +6,26 @@ public import ReceiptKit
 /// ReceiptKit's error codes for inputs that fail verification and the server's own for the rest
 /// (`unauthorized`, `not_found`, `invalid_request`, `database_unavailable`, `timeout`,
 /// `internal_error`). The message never carries SQL, a stack trace or a driver's error text.
-public struct APIError: Error, Sendable {
+public struct APIError: Error, Sendable, CustomStringConvertible {
     /// The HTTP status.
     public let status: HTTPResponse.Status
     /// A stable snake_case code.
     public let code: String
     /// What went wrong, for a person.
     public let message: String
+    /// Seconds after which a retry may succeed (the `Retry-After` header of a 503), if known.
+    public let retryAfterSeconds: Int?
 
     /// Creates an error.
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, retryAfterSeconds: Int? = nil) {
         self.status = status
         self.code = code
         self.message = message
+        self.retryAfterSeconds = retryAfterSeconds
     }
+
+    /// `code: message`, for a log or a command's standard error.
+    public var description: String { "\(code): \(message)" }
 
     /// An input that failed verification: 413 when it is too large, 400 otherwise.
     public init(rejected error: ReceiptKitError) {
@@ -42,7 +48,9 @@ public struct APIError: Error, Sendable {
         error.member("message", message)
         var body = JSONObjectText()
         body.member("error", json: error.text)
-        return Response.json(body.text, status: status)
+        var response = Response.json(body.text, status: status)
+        if let retryAfterSeconds { response.headers[.retryAfter] = String(retryAfterSeconds) }
+        return response
     }
 }
 

@@ -38,6 +38,12 @@ struct JSONObjectText {
         body += value ? "true" : "false"
     }
 
+    /// An integer member.
+    mutating func member(_ name: String, _ value: Int) {
+        writeName(name)
+        body += String(value)
+    }
+
     /// A member whose value is JSON text ReceiptKit rendered (an object or an array).
     mutating func member(_ name: String, json value: String) {
         writeName(name)

@@ -13,6 +13,13 @@ import Synchronization
 /// - `receiptkit_http_request_duration_seconds{route}` (histogram)
 /// - `receiptkit_verifications_total{result}`: `verified` or ReceiptKit's error code
 /// - `receiptkit_notifications_total{type}`: verified notifications by `notificationType`
+/// - `receiptkit_appstore_api_calls_total{endpoint, result}`: calls to the App Store Server API,
+///   `ok` or the client's error code
+/// - `receiptkit_reconcile_rejected_total{code}`: items Apple answered that failed verification
+///   (never stored)
+/// - `receiptkit_reconcile_recovered_total`: notifications reconciliation stored that the
+///   webhook had not
+/// - `receiptkit_reconcile_lag_seconds`: how far the reconcile cursor is behind now
 final class ServerMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
@@ -47,6 +54,22 @@ final class ServerMetrics: Sendable {
 
     func notification(type: String) {
         counter("receiptkit_notifications_total", [("type", type)]).increment()
+    }
+
+    func appStoreCall(endpoint: String, result: String) {
+        counter("receiptkit_appstore_api_calls_total", [("endpoint", endpoint), ("result", result)]).increment()
+    }
+
+    func reconcileRejected(code: String) {
+        counter("receiptkit_reconcile_rejected_total", [("code", code)]).increment()
+    }
+
+    func reconcileRecovered(_ count: Int) {
+        counter("receiptkit_reconcile_recovered_total", []).increment(by: count)
+    }
+
+    func reconcileLag(seconds: Double) {
+        Gauge(label: "receiptkit_reconcile_lag_seconds", dimensions: [], factory: factory).record(seconds)
     }
 
     private func counter(_ label: String, _ dimensions: [(String, String)]) -> Metrics.Counter {

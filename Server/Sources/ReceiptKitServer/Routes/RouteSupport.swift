@@ -11,6 +11,8 @@ struct RouteEnvironment: Sendable {
     let clock: @Sendable () -> Date
     /// How long `/readyz` waits for the database to accept a write before answering 503.
     let readinessTimeout: Duration
+    /// The App Store Server API, or `nil` when reconciliation is off.
+    var apple: AppleSync? = nil
 
     /// The configured bundle id, which every input must carry (renewal infos carry none).
     var bundleId: String { verifier.configuration.bundleId ?? "" }

@@ -1,10 +1,13 @@
+import AppStoreServerAPI
 import Foundation
 import Hummingbird
 import ReceiptKit
 
 /// `POST /v1/transactions`: the app's purchase, forwarded by the backend, as
-/// `{"signed_transaction": JWS}` or `{"receipt_data": base64}`, with an optional
-/// `"customer_id"`. Verifies and stores it, links its original transaction ids to the customer
+/// `{"signed_transaction": JWS}`, `{"receipt_data": base64}` or — with the App Store Server API
+/// configured — `{"transaction_id": "…"}` (any transaction id, original transaction id or app
+/// transaction id of the customer: the customer's history and statuses are fetched from Apple,
+/// see ``AppleSync``), with an optional `"customer_id"`. Verifies and stores it, links its original transaction ids to the customer
 /// (or to the transaction's `appAccountToken` when no id is given), and answers
 /// `{"customer_id", "duplicate", "record", "entitled", "subscriptions"}` with that customer's
 /// entitlements now.
@@ -23,6 +26,12 @@ struct TransactionController {
         if let customerId = fields.customerId, customerId.isEmpty || customerId.utf8.count > 256 {
             throw APIError.invalidRequest("customer_id must be a non-empty string of at most 256 bytes")
         }
+        if let transactionId = fields.transactionId {
+            guard fields.signedTransaction == nil, fields.receiptData == nil else {
+                throw APIError.invalidRequest("the body has transaction_id and signed_transaction or receipt_data; send one")
+            }
+            return try await purchase(transactionId: transactionId, customerId: fields.customerId, context: context)
+        }
         let outcome: VerificationOutcome
         switch (fields.signedTransaction, fields.receiptData) {
         case (.some, .some):
@@ -36,7 +45,7 @@ struct TransactionController {
         case (nil, let base64?):
             outcome = environment.verifier.verify(input: Array(base64.utf8), as: .receipt)
         case (nil, nil):
-            throw APIError.invalidRequest("the body has neither signed_transaction nor receipt_data")
+            throw APIError.invalidRequest("the body has none of signed_transaction, receipt_data and transaction_id")
         }
         let record = try environment.verified(outcome, context: context)
         let token = record.transactions.lazy.compactMap(\.appAccountToken).first { !$0.isEmpty }
@@ -53,6 +62,40 @@ struct TransactionController {
         json.member("record", json: event.record)
         return .json(json.text)
     }
+
+    /// A purchase reported by its id: the customer's history (every page) and statuses, from
+    /// Apple, verified, stored and linked; the answer as for a signed transaction, its `record`
+    /// that of the transaction named (or, for an app transaction id, the last one Apple listed)
+    /// and `duplicate` true when nothing Apple answered was new.
+    func purchase(transactionId: String, customerId: String?, context: ServerRequestContext) async throws -> Response {
+        guard let apple = environment.apple else { throw AppleSync.notConfigured }
+        try AppleSync.checkTransactionId(transactionId)
+        let fetched = try await apple.fetch(transactionId: transactionId)
+        guard !fetched.transactions.isEmpty else {
+            if !fetched.rejected.isEmpty {
+                throw APIError(
+                    .badGateway, "apple_answer_rejected",
+                    "none of the \(fetched.rejected.count) transactions Apple answered verified: nothing was stored")
+            }
+            throw APIError(.notFound, "transaction_not_found", "Apple lists no transaction for \(transactionId)")
+        }
+        let named = fetched.transactions.last { $0.verified.payload.transactionId == transactionId }
+            ?? fetched.transactions.last { $0.verified.payload.originalTransactionId == transactionId }
+            ?? fetched.transactions.last
+        let tokens = ([named] + fetched.transactions).compactMap { $0?.verified.payload.appAccountToken }
+        guard let customer = customerId ?? tokens.first(where: { !$0.isEmpty }) else {
+            throw APIError.invalidRequest(
+                "customer_id is required: the purchases Apple lists carry no appAccountToken to link them to")
+        }
+        let stored = try await apple.store(fetched, customerId: customer, receivedAt: environment.now)
+        context.notes.update { $0.verdict = "verified"; $0.duplicate = stored.new == 0 }
+        var json = try await environment.entitlementsJSON(customerId: customer, at: environment.now)
+        json.member("duplicate", stored.new == 0)
+        if let id = named?.verified.payload.transactionId, let record = stored.records[id] {
+            json.member("record", json: record)
+        }
+        return .json(json.text)
+    }
 }
 
 /// The body of `POST /v1/transactions`.
@@ -63,10 +106,13 @@ struct TransactionRequest: Decodable {
     var signedTransaction: String?
     /// A legacy receipt in base64.
     var receiptData: String?
+    /// A transaction id to fetch from Apple.
+    var transactionId: String?
 
     private enum CodingKeys: String, CodingKey {
         case customerId = "customer_id"
         case signedTransaction = "signed_transaction"
         case receiptData = "receipt_data"
+        case transactionId = "transaction_id"
     }
 }

@@ -252,3 +252,57 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
 
     public func close() async throws {}
 }
+
+// MARK: Reconciliation (``ReconcileStore``, statements in ``ReconcileRows``)
+
+extension PostgresStore {
+    public func historyRevision(of key: SubscriptionKey) async throws -> String? {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await connection.rows(ReconcileRows.revision, ReconcileRows.keyValues(key), logger: logger).first?.first?.text
+        }
+    }
+
+    public func setHistoryRevision(_ revision: String, for keys: [SubscriptionKey], at milliseconds: Int64) async throws {
+        let logger = self.logger
+        try await client.withTransaction(logger: logger) { connection in
+            for key in Set(keys).sorted() {
+                try await connection.execute(
+                    StoreWrite(ReconcileRows.setRevision, ReconcileRows.keyValues(key) + [.text(revision), .integer(milliseconds)]),
+                    logger: logger)
+            }
+        }
+    }
+
+    public func reconcileCursor() async throws -> Int64? {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await connection.rows(ReconcileRows.cursor, [], logger: logger).first?.first?.integer
+        }
+    }
+
+    public func takeReconcileLease(owner: String, now: Int64, until: Int64) async throws -> Bool {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await !connection.rows(
+                ReconcileRows.takeLease, [.text(owner), .integer(until), .integer(now), .text(owner)], logger: logger
+            ).isEmpty
+        }
+    }
+
+    public func advanceReconcileCursor(to position: Int64, owner: String, leaseUntil until: Int64) async throws -> Bool {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await !connection.rows(
+                ReconcileRows.advance, [.integer(position), .integer(position), .integer(until), .text(owner)], logger: logger
+            ).isEmpty
+        }
+    }
+
+    public func releaseReconcileLease(owner: String) async throws {
+        let logger = self.logger
+        try await client.withConnection { connection in
+            try await connection.execute(StoreWrite(ReconcileRows.releaseLease, [.text(owner)]), logger: logger)
+        }
+    }
+}

@@ -260,3 +260,39 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
         try pool.close()
     }
 }
+
+// MARK: Reconciliation (``ReconcileStore``, statements in ``ReconcileRows``)
+
+extension SQLiteStore {
+    public func historyRevision(of key: SubscriptionKey) async throws -> String? {
+        try await pool.read { db in try db.rows(ReconcileRows.revision, ReconcileRows.keyValues(key)).first?.first?.text }
+    }
+
+    public func setHistoryRevision(_ revision: String, for keys: [SubscriptionKey], at milliseconds: Int64) async throws {
+        try await pool.write { db in
+            for key in Set(keys).sorted() {
+                try db.execute(StoreWrite(ReconcileRows.setRevision, ReconcileRows.keyValues(key) + [.text(revision), .integer(milliseconds)]))
+            }
+        }
+    }
+
+    public func reconcileCursor() async throws -> Int64? {
+        try await pool.read { db in try db.rows(ReconcileRows.cursor, []).first?.first?.integer }
+    }
+
+    public func takeReconcileLease(owner: String, now: Int64, until: Int64) async throws -> Bool {
+        try await pool.write { db in
+            try !db.rows(ReconcileRows.takeLease, [.text(owner), .integer(until), .integer(now), .text(owner)]).isEmpty
+        }
+    }
+
+    public func advanceReconcileCursor(to position: Int64, owner: String, leaseUntil until: Int64) async throws -> Bool {
+        try await pool.write { db in
+            try !db.rows(ReconcileRows.advance, [.integer(position), .integer(position), .integer(until), .text(owner)]).isEmpty
+        }
+    }
+
+    public func releaseReconcileLease(owner: String) async throws {
+        try await pool.write { db in try db.execute(StoreWrite(ReconcileRows.releaseLease, [.text(owner)])) }
+    }
+}

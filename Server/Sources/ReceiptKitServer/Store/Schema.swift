@@ -18,6 +18,10 @@ import ReceiptKit
 /// - `jws_headers` (from v3): each JWS header segment once; an event whose `raw_encoding` is 1
 ///   refers to them instead of carrying them (``RawCompaction``). Events stored before v3 keep
 ///   `raw_encoding` 0, their bytes as received.
+/// - `history_revisions` (from v7): per key, the revision token Get Transaction History last
+///   answered, so that a sync fetches only what is new (``ReconcileRows``).
+/// - `reconcile_cursor` (from v7): one row, the instant up to which Get Notification History has
+///   been read and committed, and the lease of the server running a window.
 enum Schema {
     /// Where the two databases' SQL differs.
     enum Dialect: Sendable {
@@ -264,6 +268,32 @@ enum Schema {
         // v5 moved every ledger into rows.
         Migration(id: "v6-drop-subscription-state") { _ in
             ["ALTER TABLE subscriptions DROP COLUMN state"]
+        },
+        // Reconciling with Apple: where each key's transaction history was last read to
+        // (Get Transaction History's revision token), and the reconcile cursor with the lease
+        // that lets one server at a time run a window of Get Notification History.
+        Migration(id: "v7-reconciliation") { dialect in
+            [
+                """
+                CREATE TABLE history_revisions (
+                    original_transaction_id TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    revision TEXT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (original_transaction_id, bundle_id, environment)
+                )\(dialect.clusteredOnPrimaryKey)
+                """,
+                """
+                CREATE TABLE reconcile_cursor (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    position BIGINT,
+                    lease_owner TEXT,
+                    lease_until BIGINT NOT NULL
+                )
+                """,
+                "INSERT INTO reconcile_cursor (id, position, lease_owner, lease_until) VALUES (1, NULL, NULL, 0)",
+            ]
         },
     ]
 

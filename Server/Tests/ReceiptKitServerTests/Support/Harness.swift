@@ -111,6 +111,7 @@ struct TestServer: Sendable {
     static func run(
         _ backend: Backend, environment: [String: String] = Vectors.environment, token: String? = testToken,
         now: Date = Date(timeIntervalSince1970: 1_750_000_000), logger: Logger = .silent, postgresPort: Int? = nil,
+        configure: (inout ServerConfiguration) -> Void = { _ in },
         _ test: @escaping @Sendable (TestServer) async throws -> Void
     ) async throws {
         try await backend.withDatabase { location, searchPath in
@@ -121,6 +122,7 @@ struct TestServer: Sendable {
                 configuration.database = .postgres(postgres)
             }
             configuration.apiToken = token
+            configure(&configuration)
             let app = try buildApplication(
                 configuration: configuration, logger: logger, postgresSearchPath: searchPath, clock: { now })
             try await app.test(.live) { client in

@@ -1,0 +1,220 @@
+import AppStoreServerAPI
+import Foundation
+import Hummingbird
+import Logging
+import ReceiptKit
+
+/// Fetches what Apple has for a customer (Get Transaction History v2, every page, and Get All
+/// Subscription Statuses) and stores it through the one path every input takes: each item the
+/// client verified becomes a ``VerificationRecord``, then an event (``Events``), then
+/// ``EntitlementStore/record(_:)`` — so an item the service already holds is a replay and changes
+/// nothing. An item that failed verification is never stored: it is counted
+/// (`receiptkit_reconcile_rejected_total{code}`) and logged with its code.
+struct AppleSync: Sendable {
+    let client: AppStoreServerAPIClient
+    let store: any EntitlementStore
+    let metrics: ServerMetrics
+    let logger: Logger
+    let bundleId: String
+    /// The environment's name as keys carry it (`Sandbox`, `Production`, …).
+    let environmentName: String
+
+    /// What Apple answered for a customer, verified, not yet stored.
+    struct Fetched: Sendable {
+        /// The transactions that verified, in Apple's order (history first, then the statuses'
+        /// latest transactions).
+        var transactions: [VerifiedItem<JWSTransaction>] = []
+        /// The statuses' renewal infos that verified.
+        var renewalInfos: [VerifiedItem<JWSRenewalInfo>] = []
+        /// The items that did not verify.
+        var rejected: [RejectedItem] = []
+        /// The last history page's revision token: where the next fetch continues.
+        var revision: String?
+    }
+
+    /// What storing a fetch did.
+    struct Stored: Sendable {
+        /// Events stored for the first time.
+        var new = 0
+        /// Events already stored (replays).
+        var replays = 0
+        /// The records stored, by transaction id, as `verify-receipt` prints them.
+        var records: [String: String] = [:]
+        /// The keys the fetch touched.
+        var keys: Set<SubscriptionKey> = []
+    }
+
+    /// The most history pages one fetch reads (20 transactions each): a guard against a token
+    /// that never ends, far above any real customer's history.
+    static let maximumPages = 10_000
+
+    /// Fetches a customer's history from `revision` on (every page) and their subscriptions'
+    /// statuses.
+    ///
+    /// - Parameters:
+    ///   - transactionId: Any transaction id, original transaction id or app transaction id of
+    ///     the customer.
+    ///   - revision: The revision token a previous fetch ended with, or `nil` for everything.
+    /// - Throws: ``APIError``: 404 `transaction_not_found`, 503 `apple_unavailable` with
+    ///   `Retry-After`, 502 for an answer or a key Apple refused.
+    func fetch(transactionId: String, revision: String? = nil) async throws -> Fetched {
+        var fetched = Fetched()
+        var token = revision
+        var seen: Set<String> = []
+        for _ in 0..<Self.maximumPages {
+            let page = try await call("transaction_history", transactionId: transactionId) { [token] in
+                do {
+                    return try await client.transactionHistory(transactionId, revision: token)
+                } catch let error as AppStoreServerAPIError where error.apiErrorCode == .invalidRequestRevision && token == revision && token != nil {
+                    // A stored token Apple no longer takes: the whole history again (replays
+                    // change nothing).
+                    logger.notice("Apple refused a stored revision token; fetching the whole history", metadata: ["transaction_id": "\(transactionId)"])
+                    return try await client.transactionHistory(transactionId, revision: nil)
+                }
+            }
+            fetched.transactions += page.transactions
+            rejected(page.rejected, into: &fetched)
+            if let next = page.revision { fetched.revision = next }
+            guard page.hasMore, let next = page.revision, seen.insert(next).inserted else { break }
+            token = next
+        }
+        let statuses = try await call("subscription_statuses", transactionId: transactionId) {
+            try await client.subscriptionStatuses(transactionId)
+        }
+        for group in statuses.groups {
+            for last in group.lastTransactions {
+                fetched.transactions.append(last.transaction)
+                fetched.renewalInfos.append(last.renewalInfo)
+            }
+        }
+        rejected(statuses.rejected, into: &fetched)
+        return fetched
+    }
+
+    /// Brings a key up to date: the history from the revision token stored for it (only what is
+    /// new) and the statuses, stored, and the new revision token remembered for every key the
+    /// fetch touched.
+    ///
+    /// - Parameters:
+    ///   - originalTransactionId: The key's original transaction id (any transaction id of the
+    ///     customer works as well).
+    ///   - customerId: A customer to link every key the fetch touches to, if any.
+    /// - Returns: What was stored.
+    func sync(originalTransactionId: String, customerId: String?, receivedAt: Timestamp) async throws -> Stored {
+        let key = SubscriptionKey(bundleId: bundleId, environment: environmentName, originalTransactionId: originalTransactionId)
+        let revision = try await read { try await store.historyRevision(of: key) }
+        let fetched = try await fetch(transactionId: originalTransactionId, revision: revision)
+        let stored = try await store(fetched, customerId: customerId, receivedAt: receivedAt)
+        if let next = fetched.revision {
+            let keys = Array(stored.keys.union([key]))
+            try await read { try await store.setHistoryRevision(next, for: keys, at: receivedAt.millisecondsSince1970) }
+        }
+        return stored
+    }
+
+    /// Reads (or writes a little) outside an event; a database failure is a ``StoreError`` (503).
+    func read<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        do {
+            return try await abandoningOnCancel(body)
+        } catch let error as CancellationError {
+            throw error
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(String(describing: error))
+        }
+    }
+
+    /// Stores every verified item of a fetch, each as its own event, linking its keys to
+    /// `customerId` (and to each transaction's `appAccountToken`, as every input is linked).
+    func store(_ fetched: Fetched, customerId: String?, receivedAt: Timestamp) async throws -> Stored {
+        var stored = Stored()
+        var records: [(VerificationRecord, [UInt8], String?)] = fetched.transactions.map {
+            (VerificationRecord($0.verified), Array($0.jws.utf8), $0.verified.payload.transactionId)
+        }
+        records += fetched.renewalInfos.map { (VerificationRecord($0.verified), Array($0.jws.utf8), nil) }
+        for (record, raw, transactionId) in records {
+            let event = try Events.event(for: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt)
+            if try await write(event) { stored.new += 1 } else { stored.replays += 1 }
+            stored.keys.formUnion(event.keys)
+            if let transactionId { stored.records[transactionId] = event.record }
+        }
+        return stored
+    }
+
+    /// The answer of a route that needs Apple when no In-App Purchase key is configured.
+    static let notConfigured = APIError(
+        .notImplemented, "reconciliation_off",
+        "this needs the App Store Server API: set RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE")
+
+    /// Apple's transaction ids are decimal numbers; anything else is 400 before Apple is asked.
+    static func checkTransactionId(_ id: String, name: String = "transaction_id") throws(APIError) {
+        guard !id.isEmpty, id.utf8.count <= 64, id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+            throw APIError.invalidRequest("\(name) must be an App Store transaction id: 1 to 64 decimal digits")
+        }
+    }
+
+    /// Stores one event; a database failure is a ``StoreError`` (503).
+    func write(_ event: NewEvent) async throws -> Bool {
+        do {
+            return try await abandoningOnCancel { try await store.record(event) }
+        } catch let error as CancellationError {
+            throw error
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(String(describing: error))
+        }
+    }
+
+    private func rejected(_ items: [RejectedItem], into fetched: inout Fetched) {
+        for item in items {
+            metrics.reconcileRejected(code: item.error.code.rawValue)
+            logger.warning(
+                "an item Apple answered did not verify and is not stored",
+                metadata: ["field": "\(item.field)", "code": "\(item.error.code.rawValue)", "reason": "\(item.error.message)"])
+        }
+        fetched.rejected += items
+    }
+
+    /// Calls Apple, counts the call by endpoint and result, and turns a failure into the answer
+    /// the route gives.
+    func call<Answer>(
+        _ endpoint: String, transactionId: String? = nil, _ body: () async throws -> Answer
+    ) async throws -> Answer {
+        do {
+            let answer = try await body()
+            metrics.appStoreCall(endpoint: endpoint, result: "ok")
+            return answer
+        } catch let error as AppStoreServerAPIError {
+            metrics.appStoreCall(endpoint: endpoint, result: error.code.rawValue)
+            logger.notice(
+                "the App Store Server API failed", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+            throw Self.apiError(error, transactionId: transactionId)
+        }
+    }
+
+    /// The answer for a failed call to Apple.
+    static func apiError(_ error: AppStoreServerAPIError, transactionId: String?) -> APIError {
+        let notFound: Set<APIErrorCode> = [.transactionIdNotFound, .originalTransactionIdNotFound, .invalidTransactionId, .accountNotFound]
+        if let code = error.apiErrorCode, notFound.contains(code) {
+            return APIError(
+                .notFound, "transaction_not_found",
+                "Apple knows no transaction \(transactionId ?? "") in this app and environment (\(code.rawValue))")
+        }
+        switch error.code {
+        case .rateLimited, .serverError, .connectionFailed, .timeout:
+            let seconds = error.retryAfterSeconds.map { max(1, Int($0.rounded(.up))) } ?? 30
+            return APIError(
+                .serviceUnavailable, "apple_unavailable",
+                "the App Store Server API is unavailable (\(error.code.rawValue) after \(error.attempts) attempts); retry later",
+                retryAfterSeconds: seconds)
+        case .unauthorized:
+            return APIError(
+                .badGateway, "apple_unauthorized",
+                "Apple refused the In-App Purchase key: check RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and the key file")
+        default:
+            return APIError(.badGateway, "apple_error", "the App Store Server API failed: \(error.reason)")
+        }
+    }
+}

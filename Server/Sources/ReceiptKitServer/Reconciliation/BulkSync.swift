@@ -1,0 +1,136 @@
+public import Foundation
+public import Logging
+import AppStoreServerAPI
+import Hummingbird
+import PostgresNIO
+import ReceiptKit
+
+/// `receiptkit-server sync --from FILE`: a migration's backfill. Each line of the file is a
+/// transaction id, optionally followed by a tab and a customer id; blank lines and lines starting
+/// with `#` are skipped. For each, the customer's history (every page) and statuses are fetched,
+/// verified and stored as `POST /v1/transactions {"transaction_id"}` stores them, and the key's
+/// revision token remembered.
+///
+/// Within Apple's rate limits: the client honours 429's `Retry-After` and backs off on 5xx; a
+/// line Apple stays unavailable for is tried again after its `Retry-After`, up to
+/// ``maximumTries`` times. Resumable: the number of lines done is written to `FILE.progress`
+/// after each line, and a new run starts after them (delete the file to start over; a line done
+/// twice only replays). Progress goes to standard error, one line per input line.
+public enum BulkSync {
+    /// How often one line is tried while Apple is unavailable before the run stops (exit 75).
+    static let maximumTries = 8
+
+    /// What a run did.
+    public struct Summary: Sendable {
+        /// Lines fetched and stored.
+        public var synced = 0
+        /// Lines skipped as done by an earlier run.
+        public var resumed = 0
+        /// Lines Apple knows nothing of, or that are not transaction ids.
+        public var failed = 0
+        /// Events stored for the first time.
+        public var stored = 0
+        /// Items that did not verify (never stored).
+        public var rejected = 0
+        /// Whether the run stopped early because Apple stayed unavailable.
+        public var interrupted = false
+    }
+
+    /// Runs the sync of `file` with the configuration's store and In-App Purchase key.
+    ///
+    /// - Parameters:
+    ///   - progress: Receives one line per input line (standard error, for the command).
+    ///   - clock: The time each event is received at.
+    /// - Throws: ``ConfigurationError`` without RECEIPTKIT_APPSTORE_* or when the file cannot be
+    ///   read; a store error when the database fails; ``APIError`` when Apple refuses the key.
+    public static func run(
+        configuration: ServerConfiguration, file: String, logger: Logger,
+        progress: @escaping @Sendable (String) -> Void, clock: @escaping @Sendable () -> Date = { Date() }
+    ) async throws -> Summary {
+        guard configuration.appStoreAPI != nil else {
+            throw ConfigurationError(
+                "sync needs the App Store Server API: set RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE")
+        }
+        guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError("sync --from: cannot read \(file) as UTF-8 text")
+        }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let (store, client) = try makeStore(configuration.database, logger: logger, postgresSearchPath: nil)
+        guard let client else {
+            return try await run(lines: lines, file: file, store: store, configuration: configuration, logger: logger, progress: progress, clock: clock)
+        }
+        return try await withThrowingTaskGroup(of: Summary?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await run(lines: lines, file: file, store: store, configuration: configuration, logger: logger, progress: progress, clock: clock)
+        }
+    }
+
+    private static func run(
+        lines: [String], file: String, store: any EntitlementStore, configuration: ServerConfiguration, logger: Logger,
+        progress: @escaping @Sendable (String) -> Void, clock: @escaping @Sendable () -> Date
+    ) async throws -> Summary {
+        try await store.migrate()
+        let verifier = AppStoreVerifier(configuration.verifier)
+        guard let apple = try makeAppleSync(
+            configuration, verifier: verifier, store: store, metrics: ServerMetrics(), logger: logger, clock: clock)
+        else { throw ConfigurationError("sync needs RECEIPTKIT_APPSTORE_*") }
+        let progressFile = file + ".progress"
+        let done = (try? String(contentsOfFile: progressFile, encoding: .utf8))
+            .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+        var summary = Summary()
+        let total = lines.count
+        for (index, line) in lines.enumerated() {
+            let number = index + 1
+            if number <= done {
+                summary.resumed += 1
+                continue
+            }
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if !trimmed.isEmpty, !trimmed.hasPrefix("#") {
+                let fields = line.split(separator: "\t", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                let transactionId = fields[0]
+                let customerId = fields.count > 1 && !fields[1].isEmpty ? fields[1] : nil
+                var tries = 0
+                while true {
+                    tries += 1
+                    do {
+                        try AppleSync.checkTransactionId(transactionId, name: "the transaction id")
+                        let now = Timestamp(clock())
+                        let fetched = try await apple.fetch(transactionId: transactionId)
+                        let stored = try await apple.store(fetched, customerId: customerId, receivedAt: now)
+                        if let revision = fetched.revision, !stored.keys.isEmpty {
+                            try await store.setHistoryRevision(revision, for: Array(stored.keys), at: now.millisecondsSince1970)
+                        }
+                        summary.synced += 1
+                        summary.stored += stored.new
+                        summary.rejected += fetched.rejected.count
+                        progress(
+                            "sync: line \(number)/\(total) \(transactionId): \(fetched.transactions.count + fetched.renewalInfos.count) items, \(stored.new) new, \(fetched.rejected.count) rejected, \(stored.keys.count) subscriptions")
+                        break
+                    } catch let error as APIError where error.code == "apple_unavailable" && tries < maximumTries {
+                        let wait = max(1, error.retryAfterSeconds ?? 30)
+                        progress("sync: line \(number)/\(total) \(transactionId): Apple unavailable; trying again in \(wait) s")
+                        try await Task.sleep(for: .seconds(wait))
+                    } catch let error as APIError where error.code == "apple_unavailable" {
+                        progress("sync: line \(number)/\(total) \(transactionId): Apple still unavailable after \(tries) tries; stopping (run again to resume here)")
+                        summary.interrupted = true
+                        return summary
+                    } catch let error as APIError where error.status == .notFound || error.status == .badRequest {
+                        summary.failed += 1
+                        progress("sync: line \(number)/\(total) \(transactionId): \(error.code): \(error.message)")
+                        break
+                    }
+                }
+            }
+            // Written after the line committed: a crash repeats at most this line.
+            try String(number).write(toFile: progressFile, atomically: true, encoding: .utf8)
+        }
+        progress(
+            "sync: done: \(summary.synced) synced, \(summary.failed) failed, \(summary.resumed) lines done before, \(summary.stored) events stored, \(summary.rejected) rejected")
+        return summary
+    }
+}

@@ -1,0 +1,130 @@
+import AppStoreServerAPI
+import Foundation
+import Hummingbird
+import ReceiptKit
+
+/// `POST /v1/offers/signature`: signs an offer for the app with the In-App Purchase key, so the
+/// app never holds the key (the App Store Server API configured; 501 `reconciliation_off`
+/// otherwise). The body:
+///
+/// - `{"type": "promotional_offer", "product_id", "offer_id", "app_account_token"?}`: Apple's
+///   promotional offer signature V1 with a fresh nonce and the server's time, answered as
+///   `{"key_id", "nonce", "timestamp", "signature"}`;
+/// - `{"type": "promotional_offer_v2", "product_id", "offer_id", "transaction_id"?}`: `{"jws"}`;
+/// - `{"type": "intro_eligibility", "product_id", "transaction_id", "allow_introductory_offer"?,
+///   "customer_id"?}`: `{"jws", "allow_introductory_offer"}`. Without
+///   `allow_introductory_offer` the service decides from what it has stored for the
+///   subscription of `transaction_id` (an original transaction id) and the keys linked to
+///   `customer_id`: eligible unless a transaction of theirs in the product's subscription group
+///   had an introductory offer or a free trial.
+///
+/// A missing or empty member is 400 `invalid_request`.
+struct OfferController {
+    let environment: RouteEnvironment
+
+    func add(to group: RouterGroup<ServerRequestContext>) {
+        group.post("offers/signature") { request, _ in
+            try await signature(request)
+        }
+    }
+
+    func signature(_ request: Request) async throws -> Response {
+        guard let apple = environment.apple else { throw AppleSync.notConfigured }
+        let body = try await environment.body(of: request, upTo: 16 * 1024)
+        let fields = try RequestBody.decode(OfferSignatureRequest.self, from: body)
+        let key = apple.client.configuration.key
+        let now = environment.now
+        let productId = try Self.required(fields.productId, "product_id")
+        var json = JSONObjectText()
+        do {
+            switch fields.type {
+            case "promotional_offer":
+                let nonce = UUID()
+                let signature = try PromotionalOfferSignatureV1(
+                    key: key, bundleId: environment.bundleId, productId: productId,
+                    offerId: try Self.required(fields.offerId, "offer_id"), appAccountToken: fields.appAccountToken ?? "",
+                    nonce: nonce, timestamp: now.millisecondsSince1970)
+                json.member("key_id", signature.keyId)
+                json.member("nonce", signature.nonce)
+                json.member("timestamp", Int(signature.timestamp))
+                json.member("signature", signature.signature)
+            case "promotional_offer_v2":
+                let signer = try AppStoreRequestSigner(key: key, bundleId: environment.bundleId)
+                if let id = fields.transactionId { try AppleSync.checkTransactionId(id) }
+                json.member("jws", try signer.promotionalOfferV2(
+                    productId: productId, offerIdentifier: try Self.required(fields.offerId, "offer_id"),
+                    transactionId: fields.transactionId, issuedAt: now))
+            case "intro_eligibility":
+                let transactionId = try Self.required(fields.transactionId, "transaction_id")
+                try AppleSync.checkTransactionId(transactionId)
+                let allow: Bool
+                if let given = fields.allowIntroductoryOffer {
+                    allow = given
+                } else {
+                    allow = try await isEligible(productId: productId, transactionId: transactionId, customerId: fields.customerId)
+                }
+                let signer = try AppStoreRequestSigner(key: key, bundleId: environment.bundleId)
+                json.member("jws", try signer.introductoryOfferEligibility(
+                    productId: productId, allowIntroductoryOffer: allow, transactionId: transactionId, issuedAt: now))
+                json.member("allow_introductory_offer", allow)
+            default:
+                throw APIError.invalidRequest(
+                    "type is \"\(fields.type)\"; expected promotional_offer, promotional_offer_v2 or intro_eligibility")
+            }
+        } catch let error as ReceiptKitError {
+            throw APIError.invalidRequest(error.message)
+        }
+        return .json(json.text)
+    }
+
+    /// Whether the customer may have an introductory offer of `productId`: not when any stored
+    /// transaction of theirs in the product's subscription group (the group a stored
+    /// transaction of the product names) had an introductory offer or a free trial. When no
+    /// stored transaction names the product's group, any of their introductory offers counts.
+    func isEligible(productId: String, transactionId: String, customerId: String?) async throws -> Bool {
+        let store = environment.store
+        let records = try await environment.read { () -> [StoredEvent] in
+            var keys = try await store.keys(originalTransactionId: transactionId)
+            if let customerId { keys += try await store.keys(customerId: customerId) }
+            return keys.isEmpty ? [] : try await store.events(touching: keys)
+        }
+        var transactions: [[String: Any]] = []
+        for event in records {
+            // The server's own records, as ReceiptKit rendered them.
+            guard let object = try? JSONSerialization.jsonObject(with: Data(event.record.utf8)) as? [String: Any] else { continue }
+            transactions += object["transactions"] as? [[String: Any]] ?? []
+        }
+        let group = transactions.first { $0["product_id"] as? String == productId }?["subscription_group_id"] as? String
+        return !transactions.contains { transaction in
+            guard group == nil || transaction["subscription_group_id"] as? String == group else { return false }
+            let offer = transaction["offer"] as? [String: Any]
+            return offer?["type"] as? String == "introductory" || offer?["discount_type"] as? String == "free_trial"
+        }
+    }
+
+    static func required(_ value: String?, _ name: String) throws(APIError) -> String {
+        guard let value, !value.isEmpty else { throw APIError.invalidRequest("the body has no \(name) (a non-empty string)") }
+        return value
+    }
+}
+
+/// The body of `POST /v1/offers/signature`.
+struct OfferSignatureRequest: Decodable {
+    var type: String
+    var productId: String?
+    var offerId: String?
+    var appAccountToken: String?
+    var transactionId: String?
+    var allowIntroductoryOffer: Bool?
+    var customerId: String?
+
+    private enum CodingKeys: String, CodingKey {
+        case type
+        case productId = "product_id"
+        case offerId = "offer_id"
+        case appAccountToken = "app_account_token"
+        case transactionId = "transaction_id"
+        case allowIntroductoryOffer = "allow_introductory_offer"
+        case customerId = "customer_id"
+    }
+}

@@ -1,0 +1,79 @@
+import AppStoreServerAPI
+import AppStoreServerAPIFake
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ReceiptKitServer
+import Testing
+
+@Suite("POST /v1/subscriptions/{id}/sync and /v1/customers/{id}/sync: backfill and refresh from the stored revision token")
+struct SyncTests {
+    @Test("a subscriber from before the service existed, backfilled; a second sync fetches only what is new",
+          arguments: Backend.available)
+    func backfill(backend: Backend) async throws {
+        let transactions = AppleFake.subscription(original: 4_000_000_100, renewals: 5)
+        let fake = try AppleFake.fake(transactions)
+        fake.pageSize = 2
+        try await AppleFake.withServer(backend, fake: fake) { server in
+            try await server.get("/v1/subscriptions/4000000100").expectError(.notFound, "not_found")
+            let synced = try await server.post("/v1/subscriptions/4000000100/sync", "")
+            #expect(synced.status == .ok, "\(synced.text)")
+            let state = try synced.json()
+            #expect(state["original_transaction_id"] as? String == "4000000100")
+            #expect(state["status"] as? String == "active")
+            #expect(state["latest_transaction_id"] as? String == transactions.last?.transactionId)
+            let firstPages = fake.requests(to: "/inApps/v2/history/4000000100")
+            #expect(firstPages.map { $0.queryValues("revision") } == [[], ["r2"], ["r4"]])
+            let stored = try await server.get("/v1/subscriptions/4000000100").json()
+            #expect(stored["latest_transaction_id"] as? String == transactions.last?.transactionId)
+            try await server.withStore { store in
+                let count = try await store.eventCount(dedupKeys: nil)
+                #expect(count == transactions.count + 1)  // and the renewal info
+            }
+
+            // Nothing new at Apple: one request from the stored token, nothing stored.
+            _ = try await server.post("/v1/subscriptions/4000000100/sync", "")
+            #expect(fake.requests(to: "/inApps/v2/history/4000000100").last?.queryValues("revision") == ["r\(transactions.count)"])
+            try await server.withStore { store in
+                let count = try await store.eventCount(dedupKeys: nil)
+                #expect(count == transactions.count + 1)
+            }
+        }
+    }
+
+    @Test("a customer's sync refreshes each linked key: a renewal and a refund since the purchase are folded",
+          arguments: Backend.available)
+    func customerSync(backend: Backend) async throws {
+        let transactions = AppleFake.subscription(original: 4_000_000_200, renewals: 2)
+        let fake = try AppleFake.fake(transactions)
+        try await AppleFake.withServer(backend, fake: fake) { server in
+            let body = #"{"transaction_id": "4000000201", "customer_id": "cust-sync"}"#
+            #expect(try await server.post("/v1/transactions", body).status == .ok)
+            try await server.post("/v1/customers/nobody/sync", "").expectError(.notFound, "not_found")
+            // At Apple, the latest renewal is refunded.
+            var changed = transactions
+            changed[changed.count - 1].revocationDate = AppleFake.signedDate - AppleFake.day
+            fake.transactions = changed
+            fake.signedDate += 60_000  // signed again: a new copy
+            let answer = try await server.post("/v1/customers/cust-sync/sync", "")
+            #expect(answer.status == .ok, "\(answer.text)")
+            let states = try #require(try answer.json()["subscriptions"] as? [[String: Any]])
+            #expect(states.first?["status"] as? String == "revoked", "\(states)")
+            #expect(try answer.json()["entitled"] as? Bool == false)
+        }
+    }
+
+    @Test("sync routes: 400 for an id that is not a transaction id, 404 for one Apple does not know, 501 when off")
+    func refusals() async throws {
+        let fake = try AppleFake.fake(AppleFake.subscription(original: 4_000_000_300, renewals: 1))
+        try await AppleFake.withServer(.sqlite, fake: fake) { server in
+            try await server.post("/v1/subscriptions/abc/sync", "").expectError(.badRequest, "invalid_request")
+            try await server.post("/v1/subscriptions/4999999999/sync", "").expectError(.notFound, "transaction_not_found")
+        }
+        try await TestServer.run(.sqlite) { server in
+            try await server.post("/v1/subscriptions/4000000300/sync", "").expectError(.notImplemented, "reconciliation_off")
+            try await server.post("/v1/customers/c/sync", "").expectError(.notImplemented, "reconciliation_off")
+            try await server.post("/v1/reconcile", "").expectError(.notImplemented, "reconciliation_off")
+        }
+    }
+}
