@@ -52,6 +52,8 @@ let package = Package(
                 // Reconciling with Apple: purchases by transaction id, backfill, missed notifications.
                 "AppStoreServerAPI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // pthread locks the thread sanitizer follows (Support/Locked.swift).
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// How an event's raw bytes are stored: as received, or with the JWS header segments they
 /// carry replaced by references to the `jws_headers` table (`events.raw_encoding`).
@@ -316,21 +316,21 @@ package final class HeaderDirectory: Sendable {
     /// Few: certificates rotate rarely, so a store meets a handful of headers in its life. Looked
     /// up by comparing bytes (a header is compared in well under a microsecond; hashing it for a
     /// dictionary took longer). Past ``capacity`` headers, the directory starts again.
-    private let known = Mutex<[(segment: [UInt8], header: RawCompaction.Header)]>([])
+    private let known = Locked<[(segment: [UInt8], header: RawCompaction.Header)]>([])
     private let capacity = 64
 
     package init() {}
 
     package func header(for segment: [UInt8]) -> RawCompaction.Header? {
         segment.withUnsafeBufferPointer { segment in
-            known.withLock { known in known.first { RawCompaction.equal($0.segment, segment) }?.header }
+            known.withLockedValue { known in known.first { RawCompaction.equal($0.segment, segment) }?.header }
         }
     }
 
     /// Remembers headers whose ids a committed transaction looked up or inserted.
     package func remember(_ headers: [(segment: [UInt8], header: RawCompaction.Header)]) {
         guard !headers.isEmpty else { return }
-        known.withLock { known in
+        known.withLockedValue { known in
             if known.count + headers.count > capacity { known.removeAll() }
             for (segment, header) in headers where !segment.withUnsafeBufferPointer({ segment in
                 known.contains { RawCompaction.equal($0.segment, segment) }

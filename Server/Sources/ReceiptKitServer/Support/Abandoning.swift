@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Runs `operation` in a task of its own and waits for it, but stops waiting as soon as the
 /// calling task is cancelled (throwing `CancellationError`), whether or not the operation notices.
@@ -34,7 +34,7 @@ final class OnceOutcome<T: Sendable>: Sendable {
         case delivered
     }
 
-    private let state = Mutex(State.empty)
+    private let state = Locked(State.empty)
 
     /// Waits for the result, or throws `CancellationError` as soon as the calling task is
     /// cancelled (after calling `onCancel`).
@@ -50,7 +50,7 @@ final class OnceOutcome<T: Sendable>: Sendable {
     }
 
     private func wait(_ continuation: CheckedContinuation<T, any Error>) {
-        let result: Result<T, any Error>? = state.withLock { state in
+        let result: Result<T, any Error>? = state.withLockedValue { state in
             switch state {
             case .finished(let result):
                 state = .delivered
@@ -64,7 +64,7 @@ final class OnceOutcome<T: Sendable>: Sendable {
     }
 
     func finish(_ result: Result<T, any Error>) {
-        let continuation: CheckedContinuation<T, any Error>? = state.withLock { state in
+        let continuation: CheckedContinuation<T, any Error>? = state.withLockedValue { state in
             switch state {
             case .empty:
                 state = .finished(result)

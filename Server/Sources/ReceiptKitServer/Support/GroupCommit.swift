@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Group commit: writes submitted while a database transaction is running wait for it, then go
 /// together into the next one. One commit (one WAL append and `fsync` on SQLite) then serves a
@@ -31,7 +31,7 @@ package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
 
     private let commit: Commit
     private let maximumBatch: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// - Parameters:
     ///   - maximumBatch: The most items one transaction takes (bounds a transaction's size and
@@ -45,7 +45,7 @@ package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
 
     /// The number of items waiting for a transaction (not counting those in the running one).
     package var pendingCount: Int {
-        state.withLock { $0.pending.count }
+        state.withLockedValue { $0.pending.count }
     }
 
     /// Writes an item in the next transaction and returns its result once that has committed.
@@ -54,7 +54,7 @@ package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
     ///   calling task is cancelled first.
     package func submit(_ item: Item) async throws -> Output {
         let outcome = OnceOutcome<Output>()
-        let startsDrain = state.withLock { state in
+        let startsDrain = state.withLockedValue { state in
             state.pending.append(Pending(item: item, outcome: outcome))
             defer { state.isDraining = true }
             return !state.isDraining
@@ -70,7 +70,7 @@ package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
     /// Commits batches until nothing is pending.
     private func drain() async {
         while true {
-            let batch: [Pending] = state.withLock { state in
+            let batch: [Pending] = state.withLockedValue { state in
                 let count = min(state.pending.count, maximumBatch)
                 if count == 0 { state.isDraining = false }
                 let batch = Array(state.pending.prefix(count))

@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Runs `operation`, or throws `timedOut()` once `timeout` has passed; either way the other is
 /// cancelled before this returns. The operation must stop on cancellation (wrap a call that may
@@ -56,7 +56,7 @@ package final class DeadlineTimer: Sendable {
 
     /// How late past its deadline a sleeper may be woken.
     package let resolution: Duration
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     package init(resolution: Duration) {
         self.resolution = resolution
@@ -64,14 +64,14 @@ package final class DeadlineTimer: Sendable {
 
     /// The number of sleepers waiting.
     package var sleeperCount: Int {
-        state.withLock { $0.sleepers.count }
+        state.withLockedValue { $0.sleepers.count }
     }
 
     /// Returns once `deadline` has passed (within ``resolution``), or throws `CancellationError`
     /// as soon as the calling task is cancelled.
     package func sleep(until deadline: ContinuousClock.Instant) async throws {
         let outcome = OnceOutcome<Void>()
-        let (identifier, startsTicking) = state.withLock { state in
+        let (identifier, startsTicking) = state.withLockedValue { state in
             state.lastIdentifier &+= 1
             state.sleepers[state.lastIdentifier] = Sleeper(deadline: deadline, outcome: outcome)
             defer { state.isTicking = true }
@@ -81,7 +81,7 @@ package final class DeadlineTimer: Sendable {
             Task.detached { await self.tick() }
         }
         try await outcome.value { [self] in
-            _ = state.withLock { $0.sleepers.removeValue(forKey: identifier) }
+            _ = state.withLockedValue { $0.sleepers.removeValue(forKey: identifier) }
         }
     }
 
@@ -90,7 +90,7 @@ package final class DeadlineTimer: Sendable {
         while true {
             try? await Task.sleep(for: resolution)
             let now = ContinuousClock.now
-            let due: [OnceOutcome<Void>]? = state.withLock { state in
+            let due: [OnceOutcome<Void>]? = state.withLockedValue { state in
                 guard !state.sleepers.isEmpty else {
                     state.isTicking = false
                     return nil
