@@ -105,11 +105,16 @@ struct AppleSync: Sendable {
         let revision = try await read { try await store.historyRevision(of: key) }
         let fetched = try await fetch(transactionId: originalTransactionId, revision: revision)
         let stored = try await store(fetched, customerId: customerId, receivedAt: receivedAt)
-        if let next = fetched.revision {
-            let keys = Array(stored.keys.union([key]))
-            try await read { try await store.setHistoryRevision(next, for: keys, at: receivedAt.millisecondsSince1970) }
-        }
+        try await remember(fetched, keys: stored.keys.union([key]), at: receivedAt)
         return stored
+    }
+
+    /// Remembers where a fetch's history ended for these keys — unless an item was rejected: the
+    /// next sync then reads it again rather than continuing past it.
+    func remember(_ fetched: Fetched, keys: Set<SubscriptionKey>, at instant: Timestamp) async throws {
+        guard let next = fetched.revision, fetched.rejected.isEmpty, !keys.isEmpty else { return }
+        let keys = Array(keys)
+        try await read { try await store.setHistoryRevision(next, for: keys, at: instant.millisecondsSince1970) }
     }
 
     /// Reads (or writes a little) outside an event; a database failure is a ``StoreError`` (503).

@@ -102,9 +102,7 @@ public enum BulkSync {
                         let now = Timestamp(clock())
                         let fetched = try await apple.fetch(transactionId: transactionId)
                         let stored = try await apple.store(fetched, customerId: customerId, receivedAt: now)
-                        if let revision = fetched.revision, !stored.keys.isEmpty {
-                            try await store.setHistoryRevision(revision, for: Array(stored.keys), at: now.millisecondsSince1970)
-                        }
+                        try await apple.remember(fetched, keys: stored.keys, at: now)
                         summary.synced += 1
                         summary.stored += stored.new
                         summary.rejected += fetched.rejected.count

@@ -88,6 +88,8 @@ struct TransactionController {
                 "customer_id is required: the purchases Apple lists carry no appAccountToken to link them to")
         }
         let stored = try await apple.store(fetched, customerId: customer, receivedAt: environment.now)
+        // The whole history was read: a sync of these keys continues from here.
+        try await apple.remember(fetched, keys: stored.keys, at: environment.now)
         context.notes.update { $0.verdict = "verified"; $0.duplicate = stored.new == 0 }
         var json = try await environment.entitlementsJSON(customerId: customer, at: environment.now)
         json.member("duplicate", stored.new == 0)

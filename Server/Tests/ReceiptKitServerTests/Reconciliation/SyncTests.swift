@@ -63,6 +63,27 @@ struct SyncTests {
         }
     }
 
+    @Test("an item that did not verify keeps the revision token where it was: the next sync reads it again",
+          arguments: Backend.available)
+    func rejectedKeepsRevision(backend: Backend) async throws {
+        let transactions = AppleFake.subscription(original: 4_000_000_400, renewals: 3)
+        let fake = try AppleFake.fake(transactions)
+        fake.forgedTransactionIds = [transactions[0].transactionId]
+        try await AppleFake.withServer(backend, fake: fake) { server in
+            #expect(try await server.post("/v1/subscriptions/4000000400/sync", "").status == .ok)
+            fake.forgedTransactionIds = []
+            #expect(try await server.post("/v1/subscriptions/4000000400/sync", "").status == .ok)
+            let history = fake.requests(to: "/inApps/v2/history/4000000400")
+            #expect(history.map { $0.queryValues("revision") } == [[], []])
+            #expect(try await server.post("/v1/subscriptions/4000000400/sync", "").status == .ok)
+            #expect(fake.requests(to: "/inApps/v2/history/4000000400").last?.queryValues("revision") == ["r\(transactions.count)"])
+            try await server.withStore { store in
+                let forged = try await store.eventCount(dedupKeys: ["transaction:\(transactions[0].transactionId):\(AppleFake.signedDate)"])
+                #expect(forged == 1)  // stored once it verified
+            }
+        }
+    }
+
     @Test("sync routes: 400 for an id that is not a transaction id, 404 for one Apple does not know, 501 when off")
     func refusals() async throws {
         let fake = try AppleFake.fake(AppleFake.subscription(original: 4_000_000_300, renewals: 1))
