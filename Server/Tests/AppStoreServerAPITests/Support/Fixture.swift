@@ -29,30 +29,11 @@ enum Fixture {
         repositoryRoot.appendingPathComponent("TestVectors").appendingPathComponent(name).path
     }
 
-    /// A directory of this run's files: the `.p8` key.
-    static let directory: URL = {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("appstore-api-tests-\(getpid())")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }()
+    /// A directory of this run's files: the `.p8` key, the command's request files.
+    static let directory = TestKeyFile.directory(label: "appstore-api-tests")
 
-    /// A new P-256 In-App Purchase key for this run, as App Store Connect hands it out: a PKCS #8
-    /// PEM `.p8` file, made by `openssl genpkey`.
-    static let keyFile: Result<String, any Error> = Result {
-        let path = directory.appendingPathComponent("AuthKey_\(keyId).p8").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw FixtureError("openssl genpkey failed") }
-        return path
-    }
-
-    struct FixtureError: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
-    }
+    /// A new P-256 In-App Purchase key for this run (a `.p8` file).
+    static let keyFile: Result<String, any Error> = Result { try TestKeyFile.make(keyId: keyId, label: "appstore-api-tests") }
 
     static func key() throws -> InAppPurchaseKey {
         let pem = try String(contentsOfFile: keyFile.get(), encoding: .utf8)

@@ -23,30 +23,8 @@ enum AppleFake {
     static let day: Int64 = 86_400_000
     static let month: Int64 = 30 * day
 
-    /// This run's files: the `.p8` key.
-    static let directory: URL = {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-server-apple-\(getpid())")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }()
-
-    /// A new P-256 In-App Purchase key, a PKCS #8 PEM `.p8` file as App Store Connect hands it
-    /// out, made by `openssl genpkey`.
-    static let keyFile: Result<String, any Error> = Result {
-        let path = directory.appendingPathComponent("AuthKey_\(keyId).p8").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw AppleFakeError("openssl genpkey failed") }
-        return path
-    }
-
-    struct AppleFakeError: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
-    }
+    /// A new P-256 In-App Purchase key for this run (a `.p8` file).
+    static let keyFile: Result<String, any Error> = Result { try TestKeyFile.make(keyId: keyId, label: "receiptkit-server-apple") }
 
     static func key() throws -> InAppPurchaseKey {
         try InAppPurchaseKey(keyId: keyId, issuerId: issuerId, privateKeyPEM: String(contentsOfFile: keyFile.get(), encoding: .utf8))
