@@ -36,7 +36,7 @@ struct AppleSync: Sendable {
     struct Stored: Sendable {
         /// Events stored for the first time.
         var new = 0
-        /// Events already stored (replays).
+        /// Items already stored: replays, and copies Apple signed again that say nothing new.
         var replays = 0
         /// The records stored, by transaction id, as `verify-receipt` prints them.
         var records: [String: String] = [:]
@@ -131,7 +131,9 @@ struct AppleSync: Sendable {
     }
 
     /// Stores every verified item of a fetch, each as its own event, linking its keys to
-    /// `customerId` (and to each transaction's `appAccountToken`, as every input is linked).
+    /// `customerId` (and to each transaction's `appAccountToken`, as every input is linked). An
+    /// item that only repeats the stored copy of its transaction or renewal info, signed again
+    /// (``NewEvent/skipsRepeats``), is not a new event: it counts as a replay.
     func store(_ fetched: Fetched, customerId: String?, receivedAt: Timestamp) async throws -> Stored {
         var stored = Stored()
         var records: [(VerificationRecord, [UInt8], String?)] = fetched.transactions.map {
@@ -139,7 +141,9 @@ struct AppleSync: Sendable {
         }
         records += fetched.renewalInfos.map { (VerificationRecord($0.verified), Array($0.jws.utf8), nil) }
         for (record, raw, transactionId) in records {
-            let event = try Events.event(for: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt)
+            var event = try Events.event(for: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt)
+            // Apple signs every answer anew: a copy that only repeats the stored one is not a new event.
+            event.skipsRepeats = true
             if try await write(event) { stored.new += 1 } else { stored.replays += 1 }
             stored.keys.formUnion(event.keys)
             if let transactionId { stored.records[transactionId] = event.record }

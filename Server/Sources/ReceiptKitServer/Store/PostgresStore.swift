@@ -117,6 +117,12 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
         let logger = self.logger
         let headers = self.headers
         let (isNew, found) = try await client.withTransaction(logger: logger) { connection in
+            if event.skipsRepeats, let repeated = try await Self.repeated(event, on: connection, logger: logger) {
+                for write in repeated + LedgerRows.linkWrites(event) {
+                    try await connection.execute(write, logger: logger)
+                }
+                return (false, [(segment: [UInt8], header: RawCompaction.Header)]())
+            }
             let (stored, encoding, found) = try await Self.storedRaw(of: event, on: connection, headers: headers, logger: logger)
             let raw = ByteBuffer(bytes: stored)
             var eventId: Int64?
@@ -151,6 +157,16 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
         }
         headers.remember(found)
         return isNew
+    }
+
+    /// The writes that remember `event`'s later signing when it only repeats what is stored
+    /// (``LedgerRows/Repeating``), or `nil`; its keys' rows locked first (`FOR UPDATE`, in key
+    /// order, as a new event locks them), so that another server folding into them waits.
+    private static func repeated(_ event: NewEvent, on connection: PostgresConnection, logger: Logger) async throws -> [StoreWrite]? {
+        for key in event.orderedKeys {
+            _ = try await connection.rows(LedgerRows.lockSubscription, LedgerRows.keyValues(key), logger: logger)
+        }
+        return try await connection.run(LedgerRows.Repeating(event), logger: logger)
     }
 
     /// The bytes to store for an event's raw bytes, their encoding, and the headers looked up or

@@ -188,14 +188,21 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
         return (compacted, .headerReferences)
     }
 
-    /// Stores one event and folds it into its keys' states (a replay changes no state); adds its
-    /// customer links in any case. The statements are prepared once per connection.
+    /// Stores one event and folds it into its keys' states (a replay changes no state) — or, when
+    /// it only repeats what is stored (``NewEvent/skipsRepeats``), remembers its later signing
+    /// in the copies' rows instead; adds its customer links in any case. The statements are
+    /// prepared once per connection.
     ///
     /// - Returns: Whether the event is new.
     private static func insert(
         _ event: NewEvent, into db: Database, headers: HeaderDirectory,
         found: inout [(segment: [UInt8], header: RawCompaction.Header)]
     ) throws -> Bool {
+        if event.skipsRepeats, let repeated = try db.run(LedgerRows.Repeating(event)) {
+            for write in repeated { try db.execute(write) }
+            for write in LedgerRows.linkWrites(event) { try db.execute(write) }
+            return false
+        }
         let raw = try storedRaw(of: event, in: db, headers: headers, found: &found)
         try db.cachedStatement(
             sql: """
