@@ -186,17 +186,18 @@ struct AppleSync: Sendable {
         fetched.rejected += items
     }
 
-    /// Calls Apple, counts the call by endpoint and result, and turns a failure into the answer
-    /// the route gives.
+    /// Calls Apple, counts the call by endpoint, Apple's HTTP status and outcome, and turns a
+    /// failure into the answer the route gives.
     func call<Answer>(
         _ endpoint: String, transactionId: String? = nil, _ body: () async throws -> Answer
     ) async throws -> Answer {
         do {
             let answer = try await body()
-            metrics.appStoreCall(endpoint: endpoint, result: "ok")
+            // Every endpoint the service calls answers 200 when it answers at all.
+            metrics.appStoreCall(endpoint: endpoint, status: 200, result: "ok")
             return answer
         } catch let error as AppStoreServerAPIError {
-            metrics.appStoreCall(endpoint: endpoint, result: error.code.rawValue)
+            metrics.appStoreCall(endpoint: endpoint, status: error.httpStatus, result: error.code.rawValue)
             logger.notice(
                 "the App Store Server API failed", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
             throw Self.apiError(error, transactionId: transactionId)
