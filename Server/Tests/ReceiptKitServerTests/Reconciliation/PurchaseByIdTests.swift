@@ -91,8 +91,10 @@ struct PurchaseByIdTests {
         try await AppleFake.withServer(backend, fake: fake) { server in
             fake.enqueue(.status(429, retryAfter: "1"), path: "/inApps/v2/history")
             fake.enqueue(.status(500), path: "/inApps/v1/subscriptions")
+            let started = ContinuousClock.now
             let retried = try await server.post("/v1/transactions", Self.body(["transaction_id": "3000000202", "customer_id": "c"]))
             #expect(retried.status == .ok, "\(retried.text)")
+            #expect(ContinuousClock.now - started >= .seconds(1), "the 429's Retry-After: 1 was not waited out")
             #expect(fake.requests(to: "/inApps/v2/history").count == 2)
             #expect(fake.requests(to: "/inApps/v1/subscriptions").count == 2)
 
@@ -125,7 +127,7 @@ struct PurchaseByIdTests {
         }
     }
 
-    @Test("Apple unreachable: 503 apple_unavailable, the call counted with status none")
+    @Test("Apple unreachable: 503 apple_unavailable, the call counted with status none; /readyz still 200")
     func unreachable() async throws {
         // Nothing listens on port 1 of the loopback: no attempt gets an answer (the HTTP client
         // tries to connect until the request's deadline).
@@ -142,6 +144,8 @@ struct PurchaseByIdTests {
                 $0.hasPrefix(#"receiptkit_appstore_api_calls_total{endpoint="transaction_history",status="none",result=""#) && $0.hasSuffix("} 1")
             }
             #expect(counted.count == 1, "\(metrics)")
+            // Apple unreachable is no reason to take the service out of rotation.
+            #expect(try await server.get("/readyz", token: nil).status == .ok)
         }
     }
 

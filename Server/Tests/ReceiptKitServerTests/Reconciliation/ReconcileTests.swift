@@ -218,19 +218,69 @@ struct ReconcileTests {
         }
     }
 
-    @Test("a forged notification in the history is not stored; the others are")
-    func forgedNotification() async throws {
+    @Test("a forged notification in the history is not stored, counted by its code; the others are",
+          arguments: Backend.available)
+    func forgedNotification(backend: Backend) async throws {
         let transactions = AppleFake.subscription(original: 5_000_000_400, renewals: 3)
         let fake = try AppleFake.fake(transactions)
         fake.forgedTransactionIds = [transactions[1].transactionId]
-        try await AppleFake.withServer(.sqlite, fake: fake) { server in
+        try await AppleFake.withServer(backend, fake: fake) { server in
             let report = try await server.post("/v1/reconcile", "").json()
             #expect(report["rejected"] as? Int == 1)
             #expect(report["recovered"] as? Int == transactions.count - 1)
             try await server.withStore { store in
                 let forged = try await store.eventCount(dedupKeys: ["notification:\(Self.uuid(transactions[1]))"])
                 #expect(forged == 0)
+                let count = try await store.eventCount(dedupKeys: nil)
+                #expect(count == transactions.count - 1)
             }
+            // The forged renewal not folded: the subscription's state has the others only.
+            let state = try await server.get("/v1/subscriptions/5000000400").json()
+            #expect(state["latest_transaction_id"] as? String == transactions.last?.transactionId)
+            let metrics = try await server.get("/metrics", token: nil).text
+            #expect(metrics.contains(#"receiptkit_reconcile_rejected_total{code="invalid_signature"} 1"#), "\(metrics)")
+        }
+    }
+
+    @Test("the cursor's lag: how far behind the cursor was when a run started, until a run completes; then 0",
+          arguments: Backend.available)
+    func lag(backend: Backend) async throws {
+        let appleNow = Mutex(AppleFake.now)
+        let fake = try AppleFake.fake(AppleFake.subscription(original: 5_000_000_500, renewals: 2), clock: { appleNow.withLock { $0 } })
+        try await AppleFake.withDatabase(backend, fake: fake) { baseURL, location, searchPath in
+            try await AppleFake.serve(baseURL, location: location, searchPath: searchPath, now: AppleFake.now) { server in
+                let first = try await server.post("/v1/reconcile", "")
+                #expect(first.status == .ok)
+            }
+            // Two hours later, Apple failing: the run stops with the cursor two hours behind.
+            let later = AppleFake.now.addingTimeInterval(7200)
+            appleNow.withLock { $0 = later }
+            try await AppleFake.serve(baseURL, location: location, searchPath: searchPath, now: later) { server in
+                for _ in 0..<AppleFake.quickRetry.maximumAttempts {
+                    fake.enqueue(.status(500), path: "/inApps/v1/notifications/history")
+                }
+                try await server.post("/v1/reconcile", "").expectError(.serviceUnavailable, "apple_unavailable")
+                let behind = try await server.get("/metrics", token: nil).text
+                #expect(behind.contains("receiptkit_reconcile_lag_seconds 7200"), "\(behind)")
+                let completed = try await server.post("/v1/reconcile", "")
+                #expect(completed.status == .ok)
+                let caughtUp = try await server.get("/metrics", token: nil).text
+                #expect(caughtUp.contains("receiptkit_reconcile_lag_seconds 0"), "\(caughtUp)")
+            }
+        }
+    }
+
+    @Test("a window never reaches further back than Apple's 180 days (less an hour)")
+    func horizon() async throws {
+        let fake = try AppleFake.fake(AppleFake.subscription(original: 5_000_000_600, renewals: 1))
+        try await AppleFake.withServer(.sqlite, fake: fake) { server in
+            let since = Timestamp(AppleFake.now.addingTimeInterval(-200 * 86_400)).iso8601
+            let report = try await server.post("/v1/reconcile?since=\(since)", "")
+            #expect(report.status == .ok, "\(report.text)")
+            let start = Timestamp(AppleFake.now.addingTimeInterval(-180 * 86_400 + 3600))
+            #expect(try report.json()["start"] as? String == start.iso8601)
+            let asked = try #require(fake.requests(to: "/inApps/v1/notifications/history").last?.bodyJSON)
+            #expect((asked["startDate"] as? NSNumber)?.int64Value == start.millisecondsSince1970)
         }
     }
 }
