@@ -41,6 +41,7 @@ struct ReconcileCrashTests {
                     }
                     try await Task.sleep(for: .milliseconds(20))
                 }
+                #expect(server.logText.contains("reconciliation with Apple is on"), "\(server.logText)")
                 let killedAt = Timestamp(Date())
                 server.stop()  // SIGKILL, holding the reconcile lock
                 _ = try await server.waitForExit(timeout: .seconds(10))
