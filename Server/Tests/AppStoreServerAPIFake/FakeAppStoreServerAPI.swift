@@ -10,7 +10,10 @@ import Synchronization
 /// test PKI.
 ///
 /// One customer's purchases are served (``transactions``), in pages of ``pageSize`` with
-/// revision and pagination tokens; notifications are made from them. ``enqueue(_:path:)`` makes
+/// revision and pagination tokens, each subscription with its renewal info (``renewalInfos``,
+/// or one made from its latest transaction). Get Notification History answers
+/// ``notifications`` — each signed at the instant it was sent, listed in the windows that hold
+/// that instant — or, when there are none, one made from each transaction. ``enqueue(_:path:)`` makes
 /// the next matching request fail as Apple can (an error body, 401, 429 with `Retry-After`,
 /// 500, a stalled answer); ``forgedTransactionIds`` are signed by a key the chain does not
 /// certify. Every request is recorded (``requests``).
@@ -75,6 +78,71 @@ public final class FakeAppStoreServerAPI: Sendable {
         }
     }
 
+    /// A subscription's renewal info at Apple: what Get All Subscription Statuses answers for
+    /// it, and what a notification about it carries (`JWSRenewalInfoDecodedPayload`).
+    public struct RenewalInfo: Sendable, Hashable {
+        public var originalTransactionId: String
+        public var productId: String
+        public var autoRenewProductId: String
+        /// 1: the subscription renews; 0: the customer turned renewal off.
+        public var autoRenewStatus: Int
+        /// Why it expired: 1 customer cancelled, 2 billing error, 3 price increase declined, 4
+        /// product unavailable, 5 other.
+        public var expirationIntent: Int?
+        /// Whether Apple is trying to renew a subscription that failed to renew for a billing issue.
+        public var isInBillingRetryPeriod: Bool?
+        /// When the billing grace period ends, while the subscription is in one.
+        public var gracePeriodExpiresDate: Int64?
+        /// When the most recent purchase of the subscription expires.
+        public var renewalDate: Int64?
+
+        public init(
+            originalTransactionId: String, productId: String, autoRenewProductId: String? = nil, autoRenewStatus: Int = 1,
+            expirationIntent: Int? = nil, isInBillingRetryPeriod: Bool? = nil, gracePeriodExpiresDate: Int64? = nil,
+            renewalDate: Int64? = nil
+        ) {
+            self.originalTransactionId = originalTransactionId
+            self.productId = productId
+            self.autoRenewProductId = autoRenewProductId ?? productId
+            self.autoRenewStatus = autoRenewStatus
+            self.expirationIntent = expirationIntent
+            self.isInBillingRetryPeriod = isInBillingRetryPeriod
+            self.gracePeriodExpiresDate = gracePeriodExpiresDate
+            self.renewalDate = renewalDate
+        }
+    }
+
+    /// A notification Apple sent (`responseBodyV2DecodedPayload`), as Get Notification History
+    /// lists it: signed, with its transaction and renewal info, at the instant it was sent.
+    public struct Notification: Sendable, Hashable {
+        /// `SUBSCRIBED`, `DID_RENEW`, `DID_FAIL_TO_RENEW`, `DID_CHANGE_RENEWAL_STATUS`, `REFUND`, …
+        public var notificationType: String
+        /// `GRACE_PERIOD`, `AUTO_RENEW_DISABLED`, `BILLING_RECOVERY`, … when the type has one.
+        public var subtype: String?
+        public var notificationUUID: String
+        /// When Apple sent it: its `signedDate`, and its transaction's and renewal info's.
+        public var signedDate: Int64
+        /// Its `data.signedTransactionInfo`, as the transaction was then.
+        public var transaction: Transaction
+        /// Its `data.signedRenewalInfo`, for a subscription.
+        public var renewalInfo: RenewalInfo?
+        /// Whether every attempt to send it failed (what `onlyFailures` lists).
+        public var failed: Bool
+
+        public init(
+            _ notificationType: String, subtype: String? = nil, uuid: String, signedDate: Int64, transaction: Transaction,
+            renewalInfo: RenewalInfo? = nil, failed: Bool = true
+        ) {
+            self.notificationType = notificationType
+            self.subtype = subtype
+            self.notificationUUID = uuid
+            self.signedDate = signedDate
+            self.transaction = transaction
+            self.renewalInfo = renewalInfo
+            self.failed = failed
+        }
+    }
+
     /// A failure served instead of the next answer to a matching request.
     public enum Fault: Sendable {
         /// Apple's error body with this status.
@@ -104,6 +172,8 @@ public final class FakeAppStoreServerAPI: Sendable {
 
     private struct State {
         var transactions: [Transaction] = []
+        var renewalInfos: [String: RenewalInfo] = [:]
+        var notifications: [Notification] = []
         var forged: Set<String> = []
         var faults: [(path: String, fault: Fault)] = []
         var requests: [RecordedRequest] = []
@@ -157,6 +227,20 @@ public final class FakeAppStoreServerAPI: Sendable {
     public var transactions: [Transaction] {
         get { state.withLock { $0.transactions } }
         set { state.withLock { $0.transactions = newValue } }
+    }
+
+    /// Each subscription's renewal info, by original transaction id; a subscription without one
+    /// gets one made from its latest transaction (renewing unless refunded).
+    public var renewalInfos: [String: RenewalInfo] {
+        get { state.withLock { $0.renewalInfos } }
+        set { state.withLock { $0.renewalInfos = newValue } }
+    }
+
+    /// The notifications Apple sent, in the order it sent them; when empty, Get Notification
+    /// History lists one per transaction (`SUBSCRIBED`, or `REFUND` once refunded) in every window.
+    public var notifications: [Notification] {
+        get { state.withLock { $0.notifications } }
+        set { state.withLock { $0.notifications = newValue } }
     }
 
     /// Transactions signed by the forger: their JWS do not verify.
@@ -376,11 +460,13 @@ public final class FakeAppStoreServerAPI: Sendable {
             let latest = Dictionary(grouping: state.transactions.filter { $0.type == "Auto-Renewable Subscription" },
                                     by: \.originalTransactionId).compactMap { $0.value.max { $0.purchaseDate < $1.purchaseDate } }
             for transaction in latest.sorted(by: { $0.originalTransactionId < $1.originalTransactionId }) {
-                let status = transaction.revocationDate != nil ? 5 : ((transaction.expiresDate ?? 0) > signedDate ? 1 : 2)
+                let renewal = state.renewalInfos[transaction.originalTransactionId] ?? Self.renewalInfo(of: transaction)
+                let status = Self.status(transaction, renewal, at: state.signedDate)
                 guard wanted.isEmpty || wanted.contains(status) else { continue }
                 groups[transaction.subscriptionGroupIdentifier ?? "", default: []].append([
                     "status": status, "originalTransactionId": transaction.originalTransactionId,
-                    "signedTransactionInfo": sign(transaction, state), "signedRenewalInfo": signRenewal(transaction),
+                    "signedTransactionInfo": sign(transaction, state),
+                    "signedRenewalInfo": signer.sign(renewalPayload(renewal, signedDate: state.signedDate)),
                 ])
             }
             return Self.json([
@@ -408,16 +494,24 @@ public final class FakeAppStoreServerAPI: Sendable {
                   let end = (requestBody?["endDate"] as? NSNumber)?.int64Value
             else { return Self.json(["errorCode": 4_000_015, "errorMessage": "Invalid start date."], status: 400) }
             guard start < end else { return Self.json(["errorCode": 4_000_013, "errorMessage": "Start date after end date."], status: 400) }
-            var items = state.transactions
-            if requestBody?["onlyFailures"] as? Bool == true { items = items.filter { state.failedNotificationIds.contains($0.transactionId) } }
+            // Sent notifications in the window; without any, one made from each transaction in every window.
+            var items = state.notifications.filter { (start..<end).contains($0.signedDate) }
+            if state.notifications.isEmpty {
+                items = state.transactions.map { transaction in
+                    Notification(
+                        transaction.revocationDate != nil ? "REFUND" : "SUBSCRIBED", uuid: Self.madeUUID(of: transaction),
+                        signedDate: state.signedDate, transaction: transaction,
+                        failed: state.failedNotificationIds.contains(transaction.transactionId))
+                }
+            }
+            if requestBody?["onlyFailures"] as? Bool == true { items = items.filter(\.failed) }
             if let transactionId = requestBody?["transactionId"] as? String {
-                items = items.filter { $0.transactionId == transactionId || $0.originalTransactionId == transactionId }
+                items = items.filter { $0.transaction.transactionId == transactionId || $0.transaction.originalTransactionId == transactionId }
             }
             return page(items, token: query.first { $0.0 == "paginationToken" }?.1, state: state) { slice, next, hasMore in
-                var page: [String: Any] = ["hasMore": hasMore, "notificationHistory": slice.map { transaction -> [String: Any] in
-                    let failed = state.failedNotificationIds.contains(transaction.transactionId)
-                    return ["signedPayload": self.signNotification(transaction, state),
-                            "sendAttempts": [["attemptDate": self.signedDate, "sendAttemptResult": failed ? "TIMED_OUT" : "SUCCESS"]]]
+                var page: [String: Any] = ["hasMore": hasMore, "notificationHistory": slice.map { notification -> [String: Any] in
+                    ["signedPayload": self.sign(notification, state),
+                     "sendAttempts": [["attemptDate": notification.signedDate, "sendAttemptResult": notification.failed ? "TIMED_OUT" : "SUCCESS"]]]
                 }]
                 if hasMore { page["paginationToken"] = next }
                 return page
@@ -513,12 +607,13 @@ public final class FakeAppStoreServerAPI: Sendable {
 
     // MARK: Signed items
 
-    func transactionPayload(_ transaction: Transaction) -> [String: Any] {
+    /// A transaction's `JWSTransactionDecodedPayload`, signed at `signedDate` (the fake's by default).
+    func transactionPayload(_ transaction: Transaction, signedDate: Int64? = nil) -> [String: Any] {
         var payload: [String: Any] = [
             "transactionId": transaction.transactionId, "originalTransactionId": transaction.originalTransactionId,
             "bundleId": credentials.bundleId, "productId": transaction.productId, "purchaseDate": transaction.purchaseDate,
             "originalPurchaseDate": transaction.purchaseDate, "quantity": 1, "type": transaction.type,
-            "inAppOwnershipType": "PURCHASED", "signedDate": signedDate, "environment": environment,
+            "inAppOwnershipType": "PURCHASED", "signedDate": signedDate ?? self.signedDate, "environment": environment,
             "transactionReason": "PURCHASE", "storefront": "USA", "storefrontId": "143441", "price": 4990, "currency": "USD",
             "appTransactionId": "704289572309870002",
         ]
@@ -538,27 +633,65 @@ public final class FakeAppStoreServerAPI: Sendable {
         (state.forged.contains(transaction.transactionId) ? forger : signer).sign(transactionPayload(transaction))
     }
 
-    private func signRenewal(_ transaction: Transaction) -> String {
-        signer.sign([
-            "originalTransactionId": transaction.originalTransactionId, "autoRenewProductId": transaction.productId,
-            "productId": transaction.productId, "autoRenewStatus": transaction.revocationDate == nil ? 1 : 0,
-            "signedDate": signedDate, "environment": environment, "recentSubscriptionStartDate": transaction.purchaseDate,
-            "renewalDate": transaction.expiresDate ?? signedDate, "appTransactionId": "704289572309870002",
-        ])
+    /// The renewal info Apple keeps for a subscription nobody set one for: renewing its latest
+    /// transaction, unless that was refunded.
+    static func renewalInfo(of transaction: Transaction) -> RenewalInfo {
+        RenewalInfo(
+            originalTransactionId: transaction.originalTransactionId, productId: transaction.productId,
+            autoRenewStatus: transaction.revocationDate == nil ? 1 : 0, renewalDate: transaction.expiresDate)
     }
 
-    private func signNotification(_ transaction: Transaction, _ state: State) -> String {
-        (state.forged.contains(transaction.transactionId) ? forger : signer).sign([
-            "notificationType": transaction.revocationDate != nil ? "REFUND" : "SUBSCRIBED",
-            // One notification per transaction and type: a refund's differs from the purchase's.
-            "notificationUUID": (transaction.revocationDate != nil ? "00000000-0000-4000-8001-" : "00000000-0000-4000-8000-") + String(repeating: "0", count: max(0, 12 - transaction.transactionId.count))
-                + transaction.transactionId.suffix(12),
-            "version": "2.0", "signedDate": signedDate,
-            "data": [
-                "bundleId": credentials.bundleId, "appAppleId": appAppleId, "environment": environment,
-                "signedTransactionInfo": signer.sign(transactionPayload(transaction)),
-            ],
-        ])
+    /// A renewal info's `JWSRenewalInfoDecodedPayload`, signed at `signedDate`.
+    func renewalPayload(_ renewal: RenewalInfo, signedDate: Int64) -> [String: Any] {
+        var payload: [String: Any] = [
+            "originalTransactionId": renewal.originalTransactionId, "autoRenewProductId": renewal.autoRenewProductId,
+            "productId": renewal.productId, "autoRenewStatus": renewal.autoRenewStatus, "signedDate": signedDate,
+            "environment": environment, "renewalDate": renewal.renewalDate ?? signedDate,
+            "appTransactionId": "704289572309870002",
+        ]
+        if let intent = renewal.expirationIntent { payload["expirationIntent"] = intent }
+        if let retrying = renewal.isInBillingRetryPeriod { payload["isInBillingRetryPeriod"] = retrying }
+        if let grace = renewal.gracePeriodExpiresDate { payload["gracePeriodExpiresDate"] = grace }
+        return payload
+    }
+
+    /// Apple's `status` of a subscription at an instant: 1 active, 2 expired, 3 billing retry, 4
+    /// grace period, 5 revoked.
+    static func status(_ transaction: Transaction, _ renewal: RenewalInfo?, at instant: Int64) -> Int {
+        if transaction.revocationDate != nil { return 5 }
+        if (transaction.expiresDate ?? 0) > instant { return 1 }
+        if let grace = renewal?.gracePeriodExpiresDate, grace > instant { return 4 }
+        if renewal?.isInBillingRetryPeriod == true { return 3 }
+        return 2
+    }
+
+    /// The UUID of the notification made from a transaction when no ``notifications`` are set:
+    /// one per transaction and type (a refund's differs from the purchase's).
+    static func madeUUID(of transaction: Transaction) -> String {
+        (transaction.revocationDate != nil ? "00000000-0000-4000-8001-" : "00000000-0000-4000-8000-")
+            + String(repeating: "0", count: max(0, 12 - transaction.transactionId.count)) + transaction.transactionId.suffix(12)
+    }
+
+    /// A notification's `signedPayload`, everything in it signed at its `signedDate`; by the
+    /// forger when its transaction is forged.
+    private func sign(_ notification: Notification, _ state: State) -> String {
+        let transaction = notification.transaction
+        var data: [String: Any] = [
+            "bundleId": credentials.bundleId, "appAppleId": appAppleId, "environment": environment,
+            "signedTransactionInfo": signer.sign(transactionPayload(transaction, signedDate: notification.signedDate)),
+        ]
+        if let renewal = notification.renewalInfo {
+            data["signedRenewalInfo"] = signer.sign(renewalPayload(renewal, signedDate: notification.signedDate))
+        }
+        if transaction.type == "Auto-Renewable Subscription" {
+            data["status"] = Self.status(transaction, notification.renewalInfo, at: notification.signedDate)
+        }
+        var payload: [String: Any] = [
+            "notificationType": notification.notificationType, "notificationUUID": notification.notificationUUID,
+            "version": "2.0", "signedDate": notification.signedDate, "data": data,
+        ]
+        if let subtype = notification.subtype { payload["subtype"] = subtype }
+        return (state.forged.contains(transaction.transactionId) ? forger : signer).sign(payload)
     }
 
     // MARK: HTTP helpers

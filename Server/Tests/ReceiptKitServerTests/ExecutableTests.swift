@@ -87,6 +87,8 @@ struct ExecutableTests {
         #expect(requestLines.map { $0.contains("status=200") } == [true, false, true], "\(server.logText)")
         #expect(requestLines.count == 3 && requestLines[1].contains("status=503"), "\(server.logText)")
         #expect(!server.logText.contains("keeps its own thread pool"), "\(server.logText)")
+        // Without an In-App Purchase key it says so at start, and serves as it always did.
+        #expect(server.logText.contains("reconciliation with Apple is off"), "\(server.logText)")
 
         // Both are in the database the process left.
         let store = try SQLiteStore(path: database)

@@ -128,6 +128,24 @@ public struct LedgerCopy: Sendable, Hashable {
         }
     }
 
+    /// Whether this copy says what `other` says: a copy of the same transaction (or of the same
+    /// subscription's renewal info) equal in every member the ledger keeps — dates, revocation,
+    /// upgrade, product, offer, ownership, app account token; for renewal info the renewal date,
+    /// grace period, billing retry, auto-renew status and product, expiration intent — and
+    /// different, if at all, in its signed date alone. Apple signs every answer anew: a store
+    /// may keep the first and the last signing of such a run rather than every one (see
+    /// `docs/reconciliation.md`).
+    public func repeats(_ other: LedgerCopy) -> Bool {
+        switch (content, other.content) {
+        case let (.transaction(key, copy), .transaction(otherKey, otherCopy)):
+            key == otherKey && copy.dated(otherCopy.knownFrom) == otherCopy
+        case let (.renewalInfo(key, copy), .renewalInfo(otherKey, otherCopy)):
+            key == otherKey && copy.dated(otherCopy.knownFrom) == otherCopy
+        default:
+            false
+        }
+    }
+
     /// Rule 1: of two copies of the same transaction (or renewal info), whether this one wins
     /// over `other` — the later signed; at the same instant, the fixed order of
     /// `docs/entitlement-state.md`, which input order never decides. `false` for copies of

@@ -241,6 +241,12 @@ struct LedgerTransaction: Sendable, Hashable {
         return other.traits.canonicalText.utf8.lexicographicallyPrecedes(traits.canonicalText.utf8)
     }
 
+    /// The same copy signed at another instant.
+    func dated(_ knownFrom: Timestamp) -> LedgerTransaction {
+        LedgerTransaction(id: id, knownFrom: knownFrom, purchaseDate: purchaseDate, expiresDate: expiresDate,
+                          revocationDate: revocationDate, isUpgraded: isUpgraded, traits: traits)
+    }
+
     /// The same copy with `traits` (an equal value, shared from another ledger's pool).
     func sharing(_ traits: TransactionTraits) -> LedgerTransaction {
         LedgerTransaction(id: id, knownFrom: knownFrom, purchaseDate: purchaseDate, expiresDate: expiresDate,
@@ -274,6 +280,13 @@ struct LedgerRenewalInfo: Sendable, Hashable {
         self.expirationIntent = expirationIntent
         self.isInBillingRetryPeriod = isInBillingRetryPeriod
         self.traits = traits
+    }
+
+    /// The same copy signed at another instant.
+    func dated(_ knownFrom: Timestamp) -> LedgerRenewalInfo {
+        LedgerRenewalInfo(knownFrom: knownFrom, gracePeriodExpiresDate: gracePeriodExpiresDate, renewalDate: renewalDate,
+                          autoRenewStatus: autoRenewStatus, expirationIntent: expirationIntent,
+                          isInBillingRetryPeriod: isInBillingRetryPeriod, traits: traits)
     }
 
     /// The same copy with `traits` (an equal value, shared from another ledger's pool).

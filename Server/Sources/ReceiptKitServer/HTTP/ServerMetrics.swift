@@ -13,8 +13,9 @@ import Synchronization
 /// - `receiptkit_http_request_duration_seconds{route}` (histogram)
 /// - `receiptkit_verifications_total{result}`: `verified` or ReceiptKit's error code
 /// - `receiptkit_notifications_total{type}`: verified notifications by `notificationType`
-/// - `receiptkit_appstore_api_calls_total{endpoint, result}`: calls to the App Store Server API,
-///   `ok` or the client's error code
+/// - `receiptkit_appstore_api_calls_total{endpoint, status, result}`: calls to the App Store
+///   Server API, by Apple's HTTP status (of the last attempt, after the client's retries; `none`
+///   when no answer came) and the outcome (`ok` or the client's error code)
 /// - `receiptkit_reconcile_rejected_total{code}`: items Apple answered that failed verification
 ///   (never stored)
 /// - `receiptkit_reconcile_recovered_total`: notifications reconciliation stored that the
@@ -56,8 +57,11 @@ final class ServerMetrics: Sendable {
         counter("receiptkit_notifications_total", [("type", type)]).increment()
     }
 
-    func appStoreCall(endpoint: String, result: String) {
-        counter("receiptkit_appstore_api_calls_total", [("endpoint", endpoint), ("result", result)]).increment()
+    func appStoreCall(endpoint: String, status: Int?, result: String) {
+        counter(
+            "receiptkit_appstore_api_calls_total",
+            [("endpoint", endpoint), ("status", status.map(String.init) ?? "none"), ("result", result)]
+        ).increment()
     }
 
     func reconcileRejected(code: String) {

@@ -36,7 +36,7 @@ struct AppleSync: Sendable {
     struct Stored: Sendable {
         /// Events stored for the first time.
         var new = 0
-        /// Events already stored (replays).
+        /// Items already stored: replays, and copies Apple signed again that say nothing new.
         var replays = 0
         /// The records stored, by transaction id, as `verify-receipt` prints them.
         var records: [String: String] = [:]
@@ -131,7 +131,9 @@ struct AppleSync: Sendable {
     }
 
     /// Stores every verified item of a fetch, each as its own event, linking its keys to
-    /// `customerId` (and to each transaction's `appAccountToken`, as every input is linked).
+    /// `customerId` (and to each transaction's `appAccountToken`, as every input is linked). An
+    /// item that only repeats the stored copy of its transaction or renewal info, signed again
+    /// (``NewEvent/skipsRepeats``), is not a new event: it counts as a replay.
     func store(_ fetched: Fetched, customerId: String?, receivedAt: Timestamp) async throws -> Stored {
         var stored = Stored()
         var records: [(VerificationRecord, [UInt8], String?)] = fetched.transactions.map {
@@ -139,7 +141,9 @@ struct AppleSync: Sendable {
         }
         records += fetched.renewalInfos.map { (VerificationRecord($0.verified), Array($0.jws.utf8), nil) }
         for (record, raw, transactionId) in records {
-            let event = try Events.event(for: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt)
+            var event = try Events.event(for: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt)
+            // Apple signs every answer anew: a copy that only repeats the stored one is not a new event.
+            event.skipsRepeats = true
             if try await write(event) { stored.new += 1 } else { stored.replays += 1 }
             stored.keys.formUnion(event.keys)
             if let transactionId { stored.records[transactionId] = event.record }
@@ -182,17 +186,18 @@ struct AppleSync: Sendable {
         fetched.rejected += items
     }
 
-    /// Calls Apple, counts the call by endpoint and result, and turns a failure into the answer
-    /// the route gives.
+    /// Calls Apple, counts the call by endpoint, Apple's HTTP status and outcome, and turns a
+    /// failure into the answer the route gives.
     func call<Answer>(
         _ endpoint: String, transactionId: String? = nil, _ body: () async throws -> Answer
     ) async throws -> Answer {
         do {
             let answer = try await body()
-            metrics.appStoreCall(endpoint: endpoint, result: "ok")
+            // Every endpoint the service calls answers 200 when it answers at all.
+            metrics.appStoreCall(endpoint: endpoint, status: 200, result: "ok")
             return answer
         } catch let error as AppStoreServerAPIError {
-            metrics.appStoreCall(endpoint: endpoint, result: error.code.rawValue)
+            metrics.appStoreCall(endpoint: endpoint, status: error.httpStatus, result: error.code.rawValue)
             logger.notice(
                 "the App Store Server API failed", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
             throw Self.apiError(error, transactionId: transactionId)

@@ -10,14 +10,16 @@ import ReceiptKit
 /// body `{"signedPayload": …}`, the same dedup key `notification:UUID` — so one the webhook
 /// delivered is a replay and changes nothing.
 ///
-/// One server at a time: a run first takes the store's reconcile lease (``ReconcileStore``), and
-/// another server's run meanwhile answers ``Outcome/busy``. Each notification is its own
-/// committed event; the cursor advances to the window's end only once every page is stored, so a
-/// run cut short (the process killed, Apple failing) leaves the cursor where it was and the next
-/// run reads the window again, finding what was stored as replays.
+/// One server at a time: a run holds the store's reconcile lock
+/// (``ReconcileStore/withReconcileLock(_:)``) and owns the cursor meanwhile; another run answers
+/// ``Outcome/busy``. The lock goes with its process, so a server killed mid-window delays the
+/// next run not at all. Each notification is its own committed event; the cursor advances to the
+/// window's end only once every page is stored, so a run cut short (the process killed, Apple
+/// failing) leaves the cursor where it was and the next run reads the window again, finding what
+/// was stored as replays.
 struct Reconciler: Sendable {
     let sync: AppleSync
-    /// Who holds the lease: this process.
+    /// Who owns the cursor during a run: this process.
     let owner: String
     /// How far before the cursor a window starts: a notification Apple records a little late
     /// (its send attempt after the instant we read up to) is still found.
@@ -26,8 +28,6 @@ struct Reconciler: Sendable {
     var firstWindow: Int64 = 7 * 86_400_000
     /// Apple's horizon: Get Notification History answers the last 180 days (less a margin).
     var horizon: Int64 = 180 * 86_400_000 - 60 * 60 * 1000
-    /// How long the lease lasts without being extended (each page extends it).
-    var lease: Int64 = 5 * 60 * 1000
 
     /// What a run found.
     struct Report: Sendable {
@@ -44,7 +44,7 @@ struct Reconciler: Sendable {
 
     enum Outcome: Sendable {
         case ran(Report)
-        /// Another server holds the lease.
+        /// Another run holds the reconcile lock.
         case busy
     }
 
@@ -54,30 +54,27 @@ struct Reconciler: Sendable {
     func run(since: Timestamp?, now: Timestamp) async throws -> Outcome {
         let store = sync.store
         let owner = self.owner
-        let nowMs = now.millisecondsSince1970
-        let lease = self.lease
-        guard try await sync.read({ try await store.takeReconcileLease(owner: owner, now: nowMs, until: nowMs + lease) }) else {
-            return .busy
+        let ran = try await store.withReconcileLock { () async throws -> Report in
+            try await sync.read { try await store.claimReconcileCursor(owner: owner) }
+            // Given up even when the run was cancelled (a request's timeout, a shutdown): in a
+            // task of its own, which the caller's cancellation does not reach.
+            let release = { @Sendable in _ = await Task { try? await store.releaseReconcileCursor(owner: owner) }.value }
+            do {
+                let report = try await window(since: since, now: now)
+                await release()
+                return report
+            } catch {
+                await release()
+                throw error
+            }
         }
-        // Given up even when the run was cancelled (a request's timeout, a shutdown): in a task
-        // of its own, which the caller's cancellation does not reach. A process killed before
-        // this leaves the lease to expire.
-        let release = { @Sendable in _ = await Task { try? await store.releaseReconcileLease(owner: owner) }.value }
-        do {
-            let report = try await window(since: since, now: now)
-            await release()
-            return .ran(report)
-        } catch {
-            await release()
-            throw error
-        }
+        return ran.map(Outcome.ran) ?? .busy
     }
 
     private func window(since: Timestamp?, now: Timestamp) async throws -> Report {
         let store = sync.store
         let owner = self.owner
         let nowMs = now.millisecondsSince1970
-        let lease = self.lease
         let cursor = try await sync.read { try await store.reconcileCursor() }
         if let cursor { sync.metrics.reconcileLag(seconds: Double(max(0, nowMs - cursor)) / 1000) }
         let start = max(since?.millisecondsSince1970 ?? cursor.map { $0 - overlap } ?? (nowMs - firstWindow), nowMs - horizon)
@@ -110,14 +107,14 @@ struct Reconciler: Sendable {
                     "a notification Apple's history answered did not verify and is not stored",
                     metadata: ["field": "\(item.field)", "code": "\(item.error.code.rawValue)", "reason": "\(item.error.message)"])
             }
-            // Still ours? Extends the lease without moving the cursor (a position never moves back).
-            guard try await sync.read({ try await store.advanceReconcileCursor(to: start, owner: owner, leaseUntil: nowMs + lease) })
-            else { throw APIError(.conflict, "reconcile_lease_lost", "another server took over the reconcile window") }
+            // Still ours? (Moving the cursor to the window's start leaves it where it is.)
+            guard try await sync.read({ try await store.advanceReconcileCursor(to: start, owner: owner) })
+            else { throw APIError(.conflict, "reconcile_taken_over", "another server's run took the reconcile cursor over; this run stopped") }
             guard page.hasMore, let next = page.paginationToken, seen.insert(next).inserted else { break }
             token = next
         }
-        guard try await sync.read({ try await store.advanceReconcileCursor(to: nowMs, owner: owner, leaseUntil: nowMs + lease) })
-        else { throw APIError(.conflict, "reconcile_lease_lost", "another server took over the reconcile window") }
+        guard try await sync.read({ try await store.advanceReconcileCursor(to: nowMs, owner: owner) })
+        else { throw APIError(.conflict, "reconcile_taken_over", "another server's run took the reconcile cursor over; this run stopped") }
         sync.metrics.reconcileRecovered(report.recovered)
         sync.metrics.reconcileLag(seconds: 0)
         return report

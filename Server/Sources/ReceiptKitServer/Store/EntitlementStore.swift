@@ -24,7 +24,8 @@ public protocol EntitlementStore: ReconcileStore {
     /// still commit, which is harmless (the client retries, and a replay changes nothing).
     ///
     /// - Returns: `true` when the event is new, `false` when its dedup key was already stored
-    ///   (a replay, which changes no state).
+    ///   (a replay, which changes no state) or when it only repeats what is stored
+    ///   (``NewEvent/skipsRepeats``).
     func record(_ event: NewEvent) async throws -> Bool
     /// The keys linked to a customer, sorted.
     func keys(customerId: String) async throws -> [SubscriptionKey]
@@ -72,6 +73,13 @@ public struct NewEvent: Sendable {
     public var copies: [LedgerCopy]
     /// The customers the input's keys are to be linked to.
     public var links: [CustomerLink]
+    /// Whether the event is left out when its copies only repeat what is stored, each the same
+    /// as the stored copy of its transaction (or renewal info) signed last but for a later
+    /// signed date (``LedgerCopy/repeats(_:)``): the later signing is then remembered in the
+    /// copies' rows and nothing else is stored (``LedgerRows/Repeating``). For the items Apple
+    /// answers the App Store Server API with, which it signs anew for every answer; a
+    /// notification is always stored.
+    public var skipsRepeats = false
 
     /// Creates an event.
     public init(

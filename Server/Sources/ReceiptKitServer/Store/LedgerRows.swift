@@ -225,6 +225,110 @@ enum LedgerRows {
         timestamp?.millisecondsSince1970 ?? Int64.min
     }
 
+    // MARK: Repeats of a stored copy
+
+    /// Whether an event of items Apple signed anew for an answer (``NewEvent/keepsOnlyChanges``)
+    /// only repeats what is stored — each of its copies says what the stored copy of the same
+    /// transaction (or renewal info) signed last says, and is signed at or after it
+    /// (``LedgerCopy/repeats(_:)``) — and if so, the writes that remember the later signing
+    /// instead of storing the event. `nil` when a copy says something new (or nothing of it is
+    /// stored): the event is then stored as any other.
+    ///
+    /// A run of copies that repeat one another keeps two rows: its first signing, which
+    /// states as of earlier instants need, and its last, which carries the signed date a
+    /// state now reads (`last_signed_date`, a renewal info's freshness) and which a copy
+    /// arriving late with an earlier signed date cannot pass. The first repeat of a copy is
+    /// inserted as a row of its own; each later one re-dates that row. So the copy signed last
+    /// of every transaction and renewal info is in the rows with its own signed date, whatever
+    /// order the copies arrive in, and a state now is what storing every copy would give.
+    /// Costs one read of at most two rows per copy, by primary key.
+    struct Repeating: RowSteps {
+        let copies: [LedgerCopy]
+        let receivedAt: Int64
+        private var next = 0
+        private var writes: [StoreWrite] = []
+
+        init(_ event: NewEvent) {
+            copies = event.copies
+            receivedAt = event.receivedAt
+        }
+
+        mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<[StoreWrite]?> {
+            if next > 0 {
+                let copy = copies[next - 1]
+                let stored = try rows.map { try LedgerRows.copy($0[1], kind: copy.kind, of: copy.originalTransactionId) }
+                guard let planned = plan(repeating: copy, stored: stored, receivedAt: receivedAt) else { return .done(nil) }
+                writes += planned
+            }
+            guard next < copies.count else { return .done(copies.isEmpty ? nil : writes) }
+            let copy = copies[next]
+            next += 1
+            switch copy.kind {
+            case .transaction: return .fetch(lastTwoTransactionCopies, transactionValues(copy))
+            case .renewalInfo: return .fetch(lastTwoRenewalInfoCopies, renewalValues(copy))
+            }
+        }
+    }
+
+    /// The writes that remember `copy` as a repeat of the stored copies of its transaction (or
+    /// renewal info) `stored`, the two signed last, latest first; `nil` when it is not one.
+    static func plan(repeating copy: LedgerCopy, stored: [LedgerCopy], receivedAt: Int64) -> [StoreWrite]? {
+        guard let latest = stored.first, copy.knownFrom >= latest.knownFrom, copy.repeats(latest) else { return nil }
+        if copy.knownFrom == latest.knownFrom { return [] }
+        let json = StoreValue.text(String(decoding: copy.jsonBytes(), as: UTF8.self))
+        let signed = StoreValue.integer(copy.knownFrom.millisecondsSince1970)
+        let latestSigned = StoreValue.integer(latest.knownFrom.millisecondsSince1970)
+        let runContinues = stored.count > 1 && stored[1].repeats(latest)
+        switch copy.kind {
+        case .renewalInfo:
+            if runContinues {
+                return [StoreWrite(redateRenewalInfoCopy, [signed, json] + renewalValues(copy) + [latestSigned])]
+            }
+            return plan(renewalInfo: copy, same: nil)
+        case .transaction:
+            guard let key = copy.key else { return nil }
+            let advance = subscriptionWrites(key, copies: [copy], receivedAt: receivedAt)
+            if runContinues {
+                return [StoreWrite(redateTransactionCopy, [signed, json] + transactionValues(copy) + [latestSigned])] + advance
+            }
+            guard case .write(let writes) = plan(copy, latest: latest) else { return nil }
+            return writes + advance
+        }
+    }
+
+    /// The stored copies of a transaction signed last, at most two, latest first.
+    static let lastTwoTransactionCopies = StoreStatement(
+        """
+        SELECT known_from, copy FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ?
+        ORDER BY known_from DESC LIMIT 2
+        """, columns: [.integer, .text])
+
+    /// The stored copies of a subscription's renewal info signed last, at most two, latest first.
+    static let lastTwoRenewalInfoCopies = StoreStatement(
+        """
+        SELECT known_from, copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ?
+        ORDER BY known_from DESC LIMIT 2
+        """, columns: [.integer, .text])
+
+    /// Moves the last signing of a run of repeats to a later one (its JSON carries the date).
+    static let redateTransactionCopy = StoreStatement(
+        """
+        UPDATE transaction_copies SET known_from = ?, copy = ?
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
+        """)
+
+    static let redateRenewalInfoCopy = StoreStatement(
+        """
+        UPDATE renewal_info_copies SET known_from = ?, copy = ?
+        WHERE original_transaction_id = ? AND environment = ? AND known_from = ?
+        """)
+
+    /// The values that find the stored copies of `copy`'s renewal info.
+    static func renewalValues(_ copy: LedgerCopy) -> [StoreValue] {
+        [.text(copy.originalTransactionId), .text(copy.environment)]
+    }
+
     // MARK: Reading a key
 
     /// The key's row: the copy signed last (its date and transaction id), and the renewal info

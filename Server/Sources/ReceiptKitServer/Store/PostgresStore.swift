@@ -20,6 +20,10 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
 
     /// An arbitrary constant: the advisory lock that serializes migrations across servers.
     private static let migrationLock: Int64 = 0x5245_4345_4950_544B  // "RECEIPTK"
+    /// An arbitrary constant: the first key of the reconcile lock, whose second is the schema's
+    /// name hashed (one lock per schema, as there is one cursor per schema). Advisory locks of
+    /// two 32-bit keys never collide with those of one 64-bit key, such as ``migrationLock``.
+    private static let reconcileLockClass: Int32 = 0x524B_5243  // "RKRC"
 
     /// Creates the store and its client (not yet running).
     ///
@@ -117,6 +121,12 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
         let logger = self.logger
         let headers = self.headers
         let (isNew, found) = try await client.withTransaction(logger: logger) { connection in
+            if event.skipsRepeats, let repeated = try await Self.repeated(event, on: connection, logger: logger) {
+                for write in repeated + LedgerRows.linkWrites(event) {
+                    try await connection.execute(write, logger: logger)
+                }
+                return (false, [(segment: [UInt8], header: RawCompaction.Header)]())
+            }
             let (stored, encoding, found) = try await Self.storedRaw(of: event, on: connection, headers: headers, logger: logger)
             let raw = ByteBuffer(bytes: stored)
             var eventId: Int64?
@@ -151,6 +161,16 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
         }
         headers.remember(found)
         return isNew
+    }
+
+    /// The writes that remember `event`'s later signing when it only repeats what is stored
+    /// (``LedgerRows/Repeating``), or `nil`; its keys' rows locked first (`FOR UPDATE`, in key
+    /// order, as a new event locks them), so that another server folding into them waits.
+    private static func repeated(_ event: NewEvent, on connection: PostgresConnection, logger: Logger) async throws -> [StoreWrite]? {
+        for key in event.orderedKeys {
+            _ = try await connection.rows(LedgerRows.lockSubscription, LedgerRows.keyValues(key), logger: logger)
+        }
+        return try await connection.run(LedgerRows.Repeating(event), logger: logger)
     }
 
     /// The bytes to store for an event's raw bytes, their encoding, and the headers looked up or
@@ -281,28 +301,65 @@ extension PostgresStore {
         }
     }
 
-    public func takeReconcileLease(owner: String, now: Int64, until: Int64) async throws -> Bool {
+    /// The reconcile lock on PostgreSQL: a session-level advisory lock
+    /// (`pg_try_advisory_lock`) taken on a connection kept out of the pool for the run. Its
+    /// session holds it, so it goes when the process dies (the server ends the session of a
+    /// closed connection at once) — and if it is given up while `body` still runs (the session
+    /// ended under it), the cursor's owner row stops the run (``ReconcileRows``).
+    public func withReconcileLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T? {
         let logger = self.logger
         return try await client.withConnection { connection in
-            try await !connection.rows(
-                ReconcileRows.takeLease, [.text(owner), .integer(until), .integer(now), .text(owner)], logger: logger
-            ).isEmpty
+            var locked = false
+            for try await taken in try await connection.query(
+                "SELECT pg_try_advisory_lock(\(Self.reconcileLockClass), hashtext(current_schema()))", logger: logger
+            ).decode(Bool.self) {
+                locked = taken
+            }
+            guard locked else { return nil }
+            // Given up even when the run was cancelled: in a task of its own. A connection that
+            // cannot give it up is closed, which ends its session and the lock with it.
+            let unlock = { @Sendable in
+                await Task {
+                    do {
+                        try await connection.query(
+                            "SELECT pg_advisory_unlock(\(Self.reconcileLockClass), hashtext(current_schema()))", logger: logger)
+                    } catch {
+                        logger.warning("giving up the reconcile lock failed; closing its connection", metadata: ["error": "\(error)"])
+                        try? await connection.close()
+                    }
+                }.value
+            }
+            do {
+                let result = try await body()
+                await unlock()
+                return result
+            } catch {
+                await unlock()
+                throw error
+            }
         }
     }
 
-    public func advanceReconcileCursor(to position: Int64, owner: String, leaseUntil until: Int64) async throws -> Bool {
-        let logger = self.logger
-        return try await client.withConnection { connection in
-            try await !connection.rows(
-                ReconcileRows.advance, [.integer(position), .integer(position), .integer(until), .text(owner)], logger: logger
-            ).isEmpty
-        }
-    }
-
-    public func releaseReconcileLease(owner: String) async throws {
+    public func claimReconcileCursor(owner: String) async throws {
         let logger = self.logger
         try await client.withConnection { connection in
-            try await connection.execute(StoreWrite(ReconcileRows.releaseLease, [.text(owner)]), logger: logger)
+            try await connection.execute(StoreWrite(ReconcileRows.claim, [.text(owner)]), logger: logger)
+        }
+    }
+
+    public func advanceReconcileCursor(to position: Int64, owner: String) async throws -> Bool {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await !connection.rows(
+                ReconcileRows.advance, [.integer(position), .integer(position), .text(owner)], logger: logger
+            ).isEmpty
+        }
+    }
+
+    public func releaseReconcileCursor(owner: String) async throws {
+        let logger = self.logger
+        try await client.withConnection { connection in
+            try await connection.execute(StoreWrite(ReconcileRows.release, [.text(owner)]), logger: logger)
         }
     }
 }

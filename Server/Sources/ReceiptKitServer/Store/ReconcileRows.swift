@@ -4,10 +4,11 @@ public import ReceiptKit
 /// databases.
 ///
 /// The reconcile cursor is one row. A server runs a window of Get Notification History only
-/// while it holds the row's lease (`lease_owner`, `lease_until`): taking it is one conditional
-/// `UPDATE`, atomic on SQLite and PostgreSQL alike, so of several servers sharing a database only
-/// one runs at a time; a server that dies holding it leaves it to expire. The cursor moves only
-/// with the lease held, and only forward.
+/// while it holds the store's reconcile lock (``ReconcileStore/withReconcileLock(_:)``), which
+/// goes with its process; holding it, the server writes itself into the row as the cursor's
+/// owner (`lease_owner`), and the cursor moves only for that owner, and only forward — so a run
+/// whose lock went while it still ran (its PostgreSQL session ended under it) finds another
+/// owner there and stops. (`lease_until`, which v7's expiring lease used, is no longer read.)
 enum ReconcileRows {
     static let revision = StoreStatement(
         """
@@ -24,25 +25,19 @@ enum ReconcileRows {
 
     static let cursor = StoreStatement("SELECT position FROM reconcile_cursor WHERE id = 1", columns: [.integer])
 
-    /// Takes the lease when it is free, expired or already this owner's; a row back when taken.
-    static let takeLease = StoreStatement(
-        """
-        UPDATE reconcile_cursor SET lease_owner = ?, lease_until = ?
-        WHERE id = 1 AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ?)
-        RETURNING id
-        """, columns: [.integer])
+    /// Makes an owner the cursor's owner.
+    static let claim = StoreStatement("UPDATE reconcile_cursor SET lease_owner = ?, lease_until = 0 WHERE id = 1")
 
-    /// Moves the cursor forward (never back) and extends the lease, if the owner still holds it.
+    /// Moves the cursor forward (never back), if the owner still owns it.
     static let advance = StoreStatement(
         """
         UPDATE reconcile_cursor
-        SET position = CASE WHEN position IS NULL OR position < ? THEN ? ELSE position END, lease_until = ?
+        SET position = CASE WHEN position IS NULL OR position < ? THEN ? ELSE position END
         WHERE id = 1 AND lease_owner = ?
         RETURNING id
         """, columns: [.integer])
 
-    static let releaseLease = StoreStatement(
-        "UPDATE reconcile_cursor SET lease_owner = NULL, lease_until = 0 WHERE id = 1 AND lease_owner = ?")
+    static let release = StoreStatement("UPDATE reconcile_cursor SET lease_owner = NULL WHERE id = 1 AND lease_owner = ?")
 
     static func keyValues(_ key: SubscriptionKey) -> [StoreValue] {
         [.text(key.originalTransactionId), .text(key.bundleId), .text(key.environment)]
@@ -58,14 +53,19 @@ public protocol ReconcileStore: Sendable {
     /// The instant (milliseconds) up to which Get Notification History has been read and
     /// committed, or `nil` before the first run.
     func reconcileCursor() async throws -> Int64?
-    /// Takes the reconcile lease until `until` for `owner` when no other owner holds an
-    /// unexpired one at `now`.
-    /// - Returns: Whether `owner` holds it now.
-    func takeReconcileLease(owner: String, now: Int64, until: Int64) async throws -> Bool
-    /// Moves the cursor to `position` (never back) and extends the lease to `until`, if `owner`
-    /// still holds it.
-    /// - Returns: Whether it did (`false`: the lease was lost, the cursor unchanged).
-    func advanceReconcileCursor(to position: Int64, owner: String, leaseUntil until: Int64) async throws -> Bool
-    /// Gives the lease up, if `owner` holds it.
-    func releaseReconcileLease(owner: String) async throws
+    /// Runs `body` holding the reconcile lock: one holder at a time among every server sharing
+    /// the database, and gone as soon as its process dies, so that a server killed mid-window
+    /// holds up no one. PostgreSQL: a session advisory lock on a connection kept for the run
+    /// (``PostgresStore``); SQLite: an `flock` on a file beside the database (``SQLiteStore``).
+    ///
+    /// - Returns: `body`'s result, or `nil` when another run holds the lock.
+    func withReconcileLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T?
+    /// Makes `owner` the owner of the cursor: from now on only `owner` moves it. Called with the
+    /// reconcile lock held.
+    func claimReconcileCursor(owner: String) async throws
+    /// Moves the cursor to `position` (never back), if `owner` still owns it.
+    /// - Returns: Whether it did (`false`: another run claimed the cursor, which stays).
+    func advanceReconcileCursor(to position: Int64, owner: String) async throws -> Bool
+    /// Gives the cursor up, if `owner` owns it.
+    func releaseReconcileCursor(owner: String) async throws
 }

@@ -8,6 +8,8 @@ import GRDB
 /// stored together in the next transaction (``GroupCommit``), each answered after that commit.
 public final class SQLiteStore: EntitlementStore, StoreInspection {
     private let pool: DatabasePool
+    /// The file whose `flock` is the reconcile lock: the database's path and `-reconcile-lock`.
+    private let reconcileLockPath: String
     /// Events are written in batches: those that arrive while a transaction runs share the next.
     private let writes: GroupCommit<NewEvent, Bool>
     /// The JWS headers committed so far, with their ids.
@@ -42,6 +44,7 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
             throw StoreError("cannot make SQLite database \(path) sync every commit: \(error)")
         }
         self.pool = pool
+        self.reconcileLockPath = path + "-reconcile-lock"
         let headers = self.headers
         self.writes = GroupCommit(maximumBatch: Self.maximumBatch) { events in
             try await Self.commit(events, to: pool, headers: headers)
@@ -188,14 +191,21 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
         return (compacted, .headerReferences)
     }
 
-    /// Stores one event and folds it into its keys' states (a replay changes no state); adds its
-    /// customer links in any case. The statements are prepared once per connection.
+    /// Stores one event and folds it into its keys' states (a replay changes no state) — or, when
+    /// it only repeats what is stored (``NewEvent/skipsRepeats``), remembers its later signing
+    /// in the copies' rows instead; adds its customer links in any case. The statements are
+    /// prepared once per connection.
     ///
     /// - Returns: Whether the event is new.
     private static func insert(
         _ event: NewEvent, into db: Database, headers: HeaderDirectory,
         found: inout [(segment: [UInt8], header: RawCompaction.Header)]
     ) throws -> Bool {
+        if event.skipsRepeats, let repeated = try db.run(LedgerRows.Repeating(event)) {
+            for write in repeated { try db.execute(write) }
+            for write in LedgerRows.linkWrites(event) { try db.execute(write) }
+            return false
+        }
         let raw = try storedRaw(of: event, in: db, headers: headers, found: &found)
         try db.cachedStatement(
             sql: """
@@ -280,19 +290,24 @@ extension SQLiteStore {
         try await pool.read { db in try db.rows(ReconcileRows.cursor, []).first?.first?.integer }
     }
 
-    public func takeReconcileLease(owner: String, now: Int64, until: Int64) async throws -> Bool {
+    /// The reconcile lock on SQLite, whose servers share one host: an `flock` on the file
+    /// beside the database named by the path and `-reconcile-lock` (``FileLock``), which the
+    /// kernel releases when the process dies.
+    public func withReconcileLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T? {
+        try await FileLock.withLock(at: reconcileLockPath, body)
+    }
+
+    public func claimReconcileCursor(owner: String) async throws {
+        try await pool.write { db in try db.execute(StoreWrite(ReconcileRows.claim, [.text(owner)])) }
+    }
+
+    public func advanceReconcileCursor(to position: Int64, owner: String) async throws -> Bool {
         try await pool.write { db in
-            try !db.rows(ReconcileRows.takeLease, [.text(owner), .integer(until), .integer(now), .text(owner)]).isEmpty
+            try !db.rows(ReconcileRows.advance, [.integer(position), .integer(position), .text(owner)]).isEmpty
         }
     }
 
-    public func advanceReconcileCursor(to position: Int64, owner: String, leaseUntil until: Int64) async throws -> Bool {
-        try await pool.write { db in
-            try !db.rows(ReconcileRows.advance, [.integer(position), .integer(position), .integer(until), .text(owner)]).isEmpty
-        }
-    }
-
-    public func releaseReconcileLease(owner: String) async throws {
-        try await pool.write { db in try db.execute(StoreWrite(ReconcileRows.releaseLease, [.text(owner)])) }
+    public func releaseReconcileCursor(owner: String) async throws {
+        try await pool.write { db in try db.execute(StoreWrite(ReconcileRows.release, [.text(owner)])) }
     }
 }

@@ -21,7 +21,7 @@ import ReceiptKit
 /// - `history_revisions` (from v7): per key, the revision token Get Transaction History last
 ///   answered, so that a sync fetches only what is new (``ReconcileRows``).
 /// - `reconcile_cursor` (from v7): one row, the instant up to which Get Notification History has
-///   been read and committed, and the lease of the server running a window.
+///   been read and committed, and the server whose run owns it (``ReconcileRows``).
 enum Schema {
     /// Where the two databases' SQL differs.
     enum Dialect: Sendable {

@@ -6,19 +6,53 @@ import ReceiptKit
 import ReceiptKitServer
 import Testing
 
-@Suite("POST /v1/offers/signature: offers signed with the In-App Purchase key, verified here with its public key")
+@Suite("POST /v1/offers/signature: offers signed with the In-App Purchase key, verified here with its public key by ReceiptKit and by OpenSSL")
 struct OfferSignatureTests {
     static func body(_ members: [String: Any]) throws -> String {
         String(decoding: try JSONSerialization.data(withJSONObject: members), as: UTF8.self)
     }
 
-    /// The header and claims of a compact JWS whose ES256 signature verifies under the run's key.
-    static func verifiedClaims(_ jws: String) throws -> (header: [String: Any], claims: [String: Any]) {
+    /// Whether OpenSSL's own command accepts an ECDSA signature (DER) over `message` under the
+    /// public half of the run's In-App Purchase key file (`openssl pkey -pubout`, then `openssl
+    /// dgst -sha256 -verify`): a check independent of ReceiptKit's ES256 code, which signed.
+    static func opensslVerifies(der signature: [UInt8], over message: [UInt8]) async throws -> Bool {
+        let directory = TestKeyFile.directory(label: "receiptkit-offer-check").appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (publicKey, signatureFile, messageFile) = (
+            directory.appendingPathComponent("public.pem").path, directory.appendingPathComponent("signature.der"),
+            directory.appendingPathComponent("message"))
+        try Data(signature).write(to: signatureFile)
+        try Data(message).write(to: messageFile)
+        let exported = try await Tools.run("/usr/bin/env", ["openssl", "pkey", "-in", try AppleFake.keyFile.get(), "-pubout", "-out", publicKey])
+        try #require(exported.status == 0, "openssl pkey -pubout: \(exported.text)")
+        let checked = try await Tools.run(
+            "/usr/bin/env", ["openssl", "dgst", "-sha256", "-verify", publicKey, "-signature", signatureFile.path, messageFile.path])
+        return checked.status == 0 && checked.text.contains("Verified OK")
+    }
+
+    /// A JWS signature (`r` and `s`, 32 bytes each) as DER's `Ecdsa-Sig-Value`
+    /// (`SEQUENCE { r INTEGER, s INTEGER }`), for OpenSSL.
+    static func der(ofJWSSignature raw: [UInt8]) -> [UInt8] {
+        func integer(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+            var value = Array(bytes.drop { $0 == 0 })
+            if value.isEmpty || value[0] >= 0x80 { value.insert(0, at: 0) }
+            return [0x02, UInt8(value.count)] + value
+        }
+        let body = integer(raw.prefix(32)) + integer(raw.dropFirst(32))
+        return [0x30, UInt8(body.count)] + body
+    }
+
+    /// The header and claims of a compact JWS whose ES256 signature verifies under the run's
+    /// key, by ReceiptKit and by OpenSSL's command.
+    static func verifiedClaims(_ jws: String) async throws -> (header: [String: Any], claims: [String: Any]) {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         try #require(parts.count == 3)
         let signature = try #require(FakeAppStoreServerAPI.base64URL(parts[2]))
         let publicKey = try AppleFake.key().signingKey.publicKey
-        #expect(publicKey.isValidSignature(Array(signature), for: Array((parts[0] + "." + parts[1]).utf8)))
+        let signingInput = Array((parts[0] + "." + parts[1]).utf8)
+        #expect(signature.count == 64 && publicKey.isValidSignature(Array(signature), for: signingInput))
+        #expect(try await Self.opensslVerifies(der: Self.der(ofJWSSignature: Array(signature)), over: signingInput))
         let headerData = try #require(FakeAppStoreServerAPI.base64URL(parts[0]))
         let claimsData = try #require(FakeAppStoreServerAPI.base64URL(parts[1]))
         let header = try #require(try JSONSerialization.jsonObject(with: headerData) as? [String: Any])
@@ -46,6 +80,10 @@ struct OfferSignatureTests {
             let payload = [AppleFake.bundleId, AppleFake.keyId, "com.receiptkit.monthly", "WINBACK1", token.lowercased(), nonce, String(timestamp)]
                 .joined(separator: "\u{2063}")
             #expect(try AppleFake.key().signingKey.publicKey.isValidDERSignature(Array(signature), for: Array(payload.utf8)))
+            #expect(try await Self.opensslVerifies(der: Array(signature), over: Array(payload.utf8)))
+            // The same check refuses the signature over anything else: another nonce.
+            let other = payload.replacingOccurrences(of: nonce, with: UUID().uuidString.lowercased())
+            #expect(try await Self.opensslVerifies(der: Array(signature), over: Array(other.utf8)) == false)
             try await server.post("/v1/offers/signature", Self.body(["type": "promotional_offer", "product_id": "p"]))
                 .expectError(.badRequest, "invalid_request")
             try await server.post("/v1/offers/signature", Self.body(["type": "coupon", "product_id": "p"]))
@@ -62,7 +100,7 @@ struct OfferSignatureTests {
             ]))
             #expect(answer.status == .ok, "\(answer.text)")
             let jws = try #require(try answer.json()["jws"] as? String)
-            let (header, claims) = try Self.verifiedClaims(jws)
+            let (header, claims) = try await Self.verifiedClaims(jws)
             #expect(header["alg"] as? String == "ES256" && header["kid"] as? String == AppleFake.keyId)
             #expect(claims["aud"] as? String == "promotional-offer")
             #expect(claims["iss"] as? String == AppleFake.issuerId && claims["bid"] as? String == AppleFake.bundleId)
@@ -88,7 +126,7 @@ struct OfferSignatureTests {
                 #expect(answer.status == .ok, "\(answer.text)")
                 let json = try answer.json()
                 let jws = try #require(json["jws"] as? String)
-                let (_, claims) = try Self.verifiedClaims(jws)
+                let (_, claims) = try await Self.verifiedClaims(jws)
                 #expect(claims["aud"] as? String == "introductory-offer-eligibility")
                 #expect(claims["allowIntroductoryOffer"] as? Bool == json["allow_introductory_offer"] as? Bool)
                 return (json["allow_introductory_offer"] as? Bool, claims)

@@ -91,8 +91,10 @@ struct PurchaseByIdTests {
         try await AppleFake.withServer(backend, fake: fake) { server in
             fake.enqueue(.status(429, retryAfter: "1"), path: "/inApps/v2/history")
             fake.enqueue(.status(500), path: "/inApps/v1/subscriptions")
+            let started = ContinuousClock.now
             let retried = try await server.post("/v1/transactions", Self.body(["transaction_id": "3000000202", "customer_id": "c"]))
             #expect(retried.status == .ok, "\(retried.text)")
+            #expect(ContinuousClock.now - started >= .seconds(1), "the 429's Retry-After: 1 was not waited out")
             #expect(fake.requests(to: "/inApps/v2/history").count == 2)
             #expect(fake.requests(to: "/inApps/v1/subscriptions").count == 2)
 
@@ -111,6 +113,39 @@ struct PurchaseByIdTests {
             #expect(Int(failing.headers[.retryAfter] ?? "") ?? 0 > 0)
             let unlinked = try await server.get("/v1/customers/e/entitlements").json()
             #expect((unlinked["subscriptions"] as? [Any])?.isEmpty == true)
+
+            // Each call counted by endpoint, Apple's HTTP status (of its last attempt) and outcome.
+            let metrics = try await server.get("/metrics", token: nil).text
+            for line in [
+                #"receiptkit_appstore_api_calls_total{endpoint="transaction_history",status="200",result="ok"} 1"#,
+                #"receiptkit_appstore_api_calls_total{endpoint="transaction_history",status="429",result="rate_limited"} 1"#,
+                #"receiptkit_appstore_api_calls_total{endpoint="transaction_history",status="500",result="server_error"} 1"#,
+                #"receiptkit_appstore_api_calls_total{endpoint="subscription_statuses",status="200",result="ok"} 1"#,
+            ] {
+                #expect(metrics.contains(line), "\(line) in:\n\(metrics)")
+            }
+        }
+    }
+
+    @Test("Apple unreachable: 503 apple_unavailable, the call counted with status none; /readyz still 200")
+    func unreachable() async throws {
+        // Nothing listens on port 1 of the loopback: no attempt gets an answer (the HTTP client
+        // tries to connect until the request's deadline).
+        let retry = AppStoreServerAPIClient.RetryPolicy(
+            maximumAttempts: 2, overallTimeout: .seconds(2), requestTimeout: .milliseconds(500), initialBackoff: .milliseconds(10),
+            maximumBackoff: .milliseconds(20))
+        let settings = AppStoreAPISettings(key: try AppleFake.key(), baseURL: "http://127.0.0.1:1", retry: retry, reconcileInterval: nil)
+        try await TestServer.run(.sqlite, configure: { $0.appStoreAPI = settings }) { server in
+            try await server.post("/v1/transactions", Self.body(["transaction_id": "3000000202", "customer_id": "c"]))
+                .expectError(.serviceUnavailable, "apple_unavailable")
+            let metrics = try await server.get("/metrics", token: nil).text
+            // The outcome is the client's (a refused connection or the deadline); the status is none.
+            let counted = metrics.split(separator: "\n").filter {
+                $0.hasPrefix(#"receiptkit_appstore_api_calls_total{endpoint="transaction_history",status="none",result=""#) && $0.hasSuffix("} 1")
+            }
+            #expect(counted.count == 1, "\(metrics)")
+            // Apple unreachable is no reason to take the service out of rotation.
+            #expect(try await server.get("/readyz", token: nil).status == .ok)
         }
     }
 

@@ -3,6 +3,7 @@ import AppStoreServerAPIFake
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import ReceiptKit
 import ReceiptKitServer
 import Testing
 
@@ -60,6 +61,83 @@ struct SyncTests {
             let states = try #require(try answer.json()["subscriptions"] as? [[String: Any]])
             #expect(states.first?["status"] as? String == "revoked", "\(states)")
             #expect(try answer.json()["entitled"] as? Bool == false)
+        }
+    }
+
+    @Test("Apple signs every answer anew: syncs in a row store nothing new; a changed auto-renew status, a refund and a renewal are stored",
+          arguments: Backend.available)
+    func signedAgain(backend: Backend) async throws {
+        let transactions = AppleFake.subscription(original: 4_000_000_500, renewals: 3)
+        let fake = try AppleFake.fake(transactions)
+        try await AppleFake.withServer(backend, fake: fake) { server in
+            func counts() async throws -> (events: Int, rows: Int) {
+                var events = 0
+                try await server.withStore { store in events = try await store.eventCount(dedupKeys: nil) }
+                let rows = try await backend.copyRows(location: server.location, searchPath: server.searchPath)
+                return (events, rows.transactions.count + rows.renewalInfos.count)
+            }
+            func sync() async throws -> [String: Any] {
+                let answer = try await server.post("/v1/subscriptions/4000000500/sync", "")
+                #expect(answer.status == .ok, "\(answer.text)")
+                return try answer.json()
+            }
+            _ = try await sync()
+            let backfilled = try await counts()
+            #expect(backfilled.events == transactions.count + 1)
+
+            // Signed again, twice: no event; the second time not a row either, and the state's
+            // last_signed_date is Apple's latest signing.
+            fake.signedDate += 60_000
+            #expect(try await sync()["last_signed_date"] as? String == Timestamp(millisecondsSince1970: fake.signedDate).iso8601)
+            let second = try await counts()
+            #expect(second.events == backfilled.events)
+            fake.signedDate += 60_000
+            let third = try await sync()
+            #expect(third["last_signed_date"] as? String == Timestamp(millisecondsSince1970: fake.signedDate).iso8601)
+            #expect(third["status"] as? String == "active" && third["will_renew"] as? Bool == true)
+            #expect(try await counts() == second)
+
+            // The whole history by id, signed again twice: nothing stored, a duplicate.
+            for _ in 0..<2 {
+                fake.signedDate += 60_000
+                let again = try await server.post("/v1/transactions", #"{"transaction_id": "4000000500", "customer_id": "c"}"#)
+                #expect(again.status == .ok, "\(again.text)")
+                #expect(try again.json()["duplicate"] as? Bool == true)
+                #expect(try await counts().events == backfilled.events)
+            }
+            let rowsAfterHistory = try await counts().rows
+            fake.signedDate += 60_000
+            _ = try await server.post("/v1/transactions", #"{"transaction_id": "4000000500", "customer_id": "c"}"#)
+            #expect(try await counts().rows == rowsAfterHistory)
+
+            // Renewal turned off at Apple: the renewal info is new.
+            let last = try #require(transactions.last)
+            fake.renewalInfos = ["4000000500": .init(
+                originalTransactionId: "4000000500", productId: last.productId, autoRenewStatus: 0, renewalDate: last.expiresDate)]
+            fake.signedDate += 60_000
+            #expect(try await sync()["will_renew"] as? Bool == false)
+            #expect(try await counts().events == backfilled.events + 1)
+
+            // Refunded: the latest transaction, revoked, is new.
+            var refunded = transactions
+            refunded[refunded.count - 1].revocationDate = fake.signedDate
+            fake.transactions = refunded
+            fake.signedDate += 60_000
+            #expect(try await sync()["status"] as? String == "revoked")
+            #expect(try await counts().events == backfilled.events + 2)
+
+            // Renewed: a new transaction, and renewal info with its renewal date.
+            let renewal = FakeAppStoreServerAPI.Transaction(
+                transactionId: "4000000599", originalTransactionId: "4000000500", productId: last.productId, type: last.type,
+                subscriptionGroupIdentifier: last.subscriptionGroupIdentifier, purchaseDate: fake.signedDate,
+                expiresDate: fake.signedDate + AppleFake.month)
+            fake.transactions = refunded + [renewal]
+            fake.renewalInfos = ["4000000500": .init(
+                originalTransactionId: "4000000500", productId: last.productId, renewalDate: renewal.expiresDate)]
+            fake.signedDate += 60_000
+            let renewed = try await sync()
+            #expect(renewed["status"] as? String == "active" && renewed["latest_transaction_id"] as? String == "4000000599", "\(renewed)")
+            #expect(try await counts().events == backfilled.events + 4)
         }
     }
 
