@@ -227,7 +227,7 @@ enum LedgerRows {
 
     // MARK: Repeats of a stored copy
 
-    /// Whether an event of items Apple signed anew for an answer (``NewEvent/keepsOnlyChanges``)
+    /// Whether an event of items Apple signed anew for an answer (``NewEvent/skipsRepeats``)
     /// only repeats what is stored — each of its copies says what the stored copy of the same
     /// transaction (or renewal info) signed last says, and is signed at or after it
     /// (``LedgerCopy/repeats(_:)``) — and if so, the writes that remember the later signing
