@@ -25,14 +25,22 @@ public func buildApplication(
     configuration: ServerConfiguration, logger: Logger, postgresSearchPath: String? = nil,
     clock: @escaping @Sendable () -> Date = { Date() }
 ) throws -> some ApplicationProtocol {
-    let (store, client) = try makeStore(configuration.database, logger: logger, postgresSearchPath: postgresSearchPath)
+    let metrics = ServerMetrics()
+    let feed = FeedSettings(observer: { commit in
+        for type in commit.eventTypes { metrics.feedEvent(type: type) }
+    })
+    let (store, client) = try makeStore(
+        configuration.database, logger: logger, postgresSearchPath: postgresSearchPath, feed: feed)
     var services: [any Service] = client.map { [$0] } ?? []
     let verifier = AppStoreVerifier(configuration.verifier)
     var environment = RouteEnvironment(
-        verifier: verifier, store: store, metrics: ServerMetrics(), clock: clock,
+        verifier: verifier, store: store, metrics: metrics, clock: clock,
         readinessTimeout: min(Duration.seconds(2), configuration.requestTimeout / 2))
-    // Finished once the store is migrated: the periodic reconcile waits for it.
+    // Each finished once the store is migrated: the periodic reconcile and the sweep wait for it.
     let (migrated, migratedContinuation) = AsyncStream.makeStream(of: Void.self)
+    let (sweepMigrated, sweepMigratedContinuation) = AsyncStream.makeStream(of: Void.self)
+    services.append(SweepService(
+        store: store, interval: configuration.events.sweepInterval, clock: clock, logger: logger, migrated: sweepMigrated))
     var reconciler: Reconciler?
     if let settings = configuration.appStoreAPI {
         environment.apple = try makeAppleSync(
@@ -62,6 +70,7 @@ public func buildApplication(
     EntitlementController(environment: environment).add(to: v1)
     ReconcileController(environment: environment, reconciler: reconciler).add(to: v1)
     OfferController(environment: environment).add(to: v1)
+    FeedController(environment: environment).add(to: v1)
 
     var app = Application(
         router: router,
@@ -72,6 +81,7 @@ public func buildApplication(
     app.beforeServerStarts {
         try await store.migrate()
         migratedContinuation.finish()
+        sweepMigratedContinuation.finish()
     }
     return app
 }
@@ -79,13 +89,13 @@ public func buildApplication(
 /// The store a configuration names, and for PostgreSQL its client, which must run (as a
 /// service) for as long as the store is used.
 func makeStore(
-    _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String?
+    _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String?, feed: FeedSettings = FeedSettings()
 ) throws -> (store: any EntitlementStore, client: PostgresClient?) {
     switch database {
     case .sqlite(let path):
-        return (try SQLiteStore(path: path), nil)
+        return (try SQLiteStore(path: path, feed: feed), nil)
     case .postgres(let location):
-        let postgres = PostgresStore(location: location, searchPath: postgresSearchPath, logger: logger)
+        let postgres = PostgresStore(location: location, searchPath: postgresSearchPath, logger: logger, feed: feed)
         return (postgres, postgres.client)
     }
 }

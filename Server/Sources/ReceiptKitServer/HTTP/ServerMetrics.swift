@@ -20,6 +20,7 @@ import Synchronization
 /// - `receiptkit_reconcile_recovered_total`: notifications reconciliation stored that the
 ///   webhook had not
 /// - `receiptkit_reconcile_lag_seconds`: how far the reconcile cursor is behind now
+/// - `receiptkit_feed_events_total{type}`: events written to the feed, by type
 final class ServerMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
@@ -70,6 +71,10 @@ final class ServerMetrics: Sendable {
 
     func reconcileLag(seconds: Double) {
         Gauge(label: "receiptkit_reconcile_lag_seconds", dimensions: [], factory: factory).record(seconds)
+    }
+
+    func feedEvent(type: String) {
+        counter("receiptkit_feed_events_total", [("type", type)]).increment()
     }
 
     private func counter(_ label: String, _ dimensions: [(String, String)]) -> Metrics.Counter {

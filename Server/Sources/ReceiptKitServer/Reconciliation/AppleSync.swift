@@ -139,7 +139,8 @@ struct AppleSync: Sendable {
         }
         records += fetched.renewalInfos.map { (VerificationRecord($0.verified), Array($0.jws.utf8), nil) }
         for (record, raw, transactionId) in records {
-            let event = try Events.event(for: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt)
+            let event = try Events.event(
+                for: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt, source: .reconcile)
             if try await write(event) { stored.new += 1 } else { stored.replays += 1 }
             stored.keys.formUnion(event.keys)
             if let transactionId { stored.records[transactionId] = event.record }

@@ -17,6 +17,8 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
     private let logger: Logger
     /// The JWS headers committed so far, with their ids.
     private let headers = HeaderDirectory()
+    /// Who is told what each commit wrote to the feed.
+    private let feed: FeedSettings
 
     /// An arbitrary constant: the advisory lock that serializes migrations across servers.
     private static let migrationLock: Int64 = 0x5245_4345_4950_544B  // "RECEIPTK"
@@ -27,7 +29,8 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
     ///   - location: The server and database.
     ///   - searchPath: A schema to use instead of the role's default (`search_path`), if any.
     ///   - logger: Where the client logs.
-    public init(location: PostgresLocation, searchPath: String? = nil, logger: Logger) {
+    ///   - feed: Who is told what each commit wrote to the feed.
+    public init(location: PostgresLocation, searchPath: String? = nil, logger: Logger, feed: FeedSettings = FeedSettings()) {
         let tls: PostgresClient.Configuration.TLS
         switch location.sslMode {
         case "disable": tls = .disable
@@ -43,6 +46,7 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
         configuration.options.connectTimeout = .seconds(5)
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger
+        self.feed = feed
     }
 
     public func migrate() async throws {
@@ -72,6 +76,13 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
                 switch migration.rows {
                 case nil: break
                 case .ledgersToCopies: try await Self.moveLedgersToCopies(on: connection, logger: logger)
+                case .baselines:
+                    // The edge: a migration runs at the server's start, at the time of day.
+                    let now = Timestamp(Date())
+                    for key in FeedRows.keys(try await connection.rows(FeedRows.allKeys, [], logger: logger)) {
+                        try await connection.execute(
+                            try await connection.run(FeedRows.Baseline(key: key, at: now), logger: logger), logger: logger)
+                    }
                 }
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
                 try await connection.query(
@@ -116,14 +127,15 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
     private func write(_ event: NewEvent) async throws -> Bool {
         let logger = self.logger
         let headers = self.headers
-        let (isNew, found) = try await client.withTransaction(logger: logger) { connection in
+        let (isNew, found, commit) = try await client.withTransaction(logger: logger) { connection in
             let (stored, encoding, found) = try await Self.storedRaw(of: event, on: connection, headers: headers, logger: logger)
             let raw = ByteBuffer(bytes: stored)
             var eventId: Int64?
             for try await id in try await connection.query(
                 """
-                INSERT INTO events (dedup_key, kind, raw, raw_encoding, record, received_at)
-                VALUES (\(event.dedupKey), \(event.kind), \(raw), \(encoding.rawValue), \(event.record), \(event.receivedAt))
+                INSERT INTO events (dedup_key, kind, raw, raw_encoding, record, received_at, source)
+                VALUES (\(event.dedupKey), \(event.kind), \(raw), \(encoding.rawValue), \(event.record), \(event.receivedAt),
+                    \(event.cause.source.rawValue))
                 ON CONFLICT (dedup_key) DO NOTHING RETURNING id
                 """, logger: logger
             ).decode(Int64.self) {
@@ -147,9 +159,20 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
             for write in LedgerRows.linkWrites(event) {
                 try await connection.execute(write, logger: logger)
             }
-            return (eventId != nil, found)
+            var commit = FeedCommit()
+            if eventId != nil {
+                // Last: the feed's counter, which this takes only when there are events, stays
+                // locked until the commit (``FeedRows``).
+                let plan = try await connection.run(FeedRows.Derivation(event), logger: logger)
+                for write in plan.writes {
+                    try await connection.execute(write, logger: logger)
+                }
+                commit.add(plan)
+            }
+            return (eventId != nil, found, commit)
         }
         headers.remember(found)
+        feed.tell(commit)
         return isNew
     }
 
@@ -248,6 +271,61 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
             count = Int(value)
         }
         return count
+    }
+
+    public func changeEvents(after: Int64, limit: Int) async throws -> [FeedEvent] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            FeedRows.feedEvents(
+                try await connection.rows(FeedRows.eventsAfter, [.integer(after), .integer(Int64(limit))], logger: logger))
+        }
+    }
+
+    public func changeEvents(customerId: String, after: Int64, limit: Int) async throws -> [FeedEvent] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            FeedRows.feedEvents(try await connection.rows(
+                FeedRows.customerEventsAfter, [.text(customerId), .integer(after), .integer(Int64(limit))], logger: logger))
+        }
+    }
+
+    public func sweep(now: Timestamp, limit: Int) async throws -> SweepReport {
+        let logger = self.logger
+        let nowValue = StoreValue.integer(now.millisecondsSince1970)
+        let due = try await client.withConnection { connection in
+            FeedRows.keys(try await connection.rows(FeedRows.dueKeys, [nowValue, .integer(Int64(limit))], logger: logger))
+        }
+        var report = SweepReport(due: due.count)
+        for key in due {
+            // One transaction per key, its row locked, or skipped when another transaction holds
+            // it (an input folding into it derives it; another server's sweep does this).
+            let (commit, swept) = try await client.withTransaction(logger: logger) { connection in
+                var commit = FeedCommit()
+                var swept = false
+                var claimed = try await connection.rows(
+                    FeedRows.claimDueKeyPostgres, LedgerRows.keyValues(key) + [nowValue], logger: logger)
+                for _ in 0..<FeedRows.maximumBoundaries {
+                    guard let boundary = claimed.first?[0].integer else { break }
+                    swept = true
+                    let plan = try await connection.run(
+                        FeedRows.Derivation(
+                            keys: [key], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep,
+                            recordedAt: now.millisecondsSince1970),
+                        logger: logger)
+                    for write in plan.writes {
+                        try await connection.execute(write, logger: logger)
+                    }
+                    commit.add(plan)
+                    guard let next = plan.nextChangeAt[key], next > boundary, next <= now.millisecondsSince1970 else { break }
+                    claimed = [[.integer(next)]]
+                }
+                return (commit, swept)
+            }
+            report.swept += swept ? 1 : 0
+            report.events += commit.eventTypes.count
+            feed.tell(commit)
+        }
+        return report
     }
 
     public func close() async throws {}
