@@ -26,19 +26,23 @@ public func buildApplication(
     clock: @escaping @Sendable () -> Date = { Date() }
 ) throws -> some ApplicationProtocol {
     let metrics = ServerMetrics()
-    let feed = FeedSettings(observer: { commit in
+    let wake = DeliveryWake()
+    let feed = FeedSettings(targets: configuration.events.targets, observer: { commit in
         for type in commit.eventTypes { metrics.feedEvent(type: type) }
+        if commit.outboxRows > 0 { wake.signal() }
     })
     let (store, client) = try makeStore(
         configuration.database, logger: logger, postgresSearchPath: postgresSearchPath, feed: feed)
     var services: [any Service] = client.map { [$0] } ?? []
     let verifier = AppStoreVerifier(configuration.verifier)
     var environment = RouteEnvironment(
-        verifier: verifier, store: store, metrics: metrics, clock: clock,
+        verifier: verifier, store: store, outbox: store, metrics: metrics, clock: clock,
         readinessTimeout: min(Duration.seconds(2), configuration.requestTimeout / 2))
-    // Each finished once the store is migrated: the periodic reconcile and the sweep wait for it.
+    // Each finished once the store is migrated: the periodic reconcile, the sweep and the
+    // delivery wait for it.
     let (migrated, migratedContinuation) = AsyncStream.makeStream(of: Void.self)
     let (sweepMigrated, sweepMigratedContinuation) = AsyncStream.makeStream(of: Void.self)
+    let (deliveryMigrated, deliveryMigratedContinuation) = AsyncStream.makeStream(of: Void.self)
     services.append(SweepService(
         store: store, interval: configuration.events.sweepInterval, clock: clock, logger: logger, migrated: sweepMigrated))
     var reconciler: Reconciler?
@@ -59,6 +63,15 @@ public func buildApplication(
             "reconciliation with Apple is off: set RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE to turn it on")
     }
 
+    let events = configuration.events
+    let sender = DeliverySender(secret: Array((events.webhookSecret ?? "").utf8), policy: events.delivery, clock: clock)
+    services.append(DeliveryService(
+        outbox: store, sender: sender, policy: events.delivery, clock: clock, wake: wake, metrics: metrics, logger: logger,
+        owner: UUID().uuidString.lowercased(), migrated: deliveryMigrated))
+    if let url = events.webhookURL {
+        logger.info("events are sent to the webhook", metadata: ["url": "\(url)"])
+    }
+
     let router = Router(context: ServerRequestContext.self)
     router.add(middleware: RequestLogMiddleware(metrics: environment.metrics, timeout: configuration.requestTimeout))
     HealthController(environment: environment).add(to: router)
@@ -71,6 +84,7 @@ public func buildApplication(
     ReconcileController(environment: environment, reconciler: reconciler).add(to: v1)
     OfferController(environment: environment).add(to: v1)
     FeedController(environment: environment).add(to: v1)
+    DeliveryController(environment: environment, retryWindow: events.retryWindow).add(to: v1)
 
     var app = Application(
         router: router,
@@ -82,6 +96,7 @@ public func buildApplication(
         try await store.migrate()
         migratedContinuation.finish()
         sweepMigratedContinuation.finish()
+        deliveryMigratedContinuation.finish()
     }
     return app
 }
@@ -90,7 +105,7 @@ public func buildApplication(
 /// service) for as long as the store is used.
 func makeStore(
     _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String?, feed: FeedSettings = FeedSettings()
-) throws -> (store: any EntitlementStore, client: PostgresClient?) {
+) throws -> (store: any EntitlementStore & OutboxStore, client: PostgresClient?) {
     switch database {
     case .sqlite(let path):
         return (try SQLiteStore(path: path, feed: feed), nil)

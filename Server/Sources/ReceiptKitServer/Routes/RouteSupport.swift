@@ -7,6 +7,8 @@ import ReceiptKit
 struct RouteEnvironment: Sendable {
     let verifier: AppStoreVerifier
     let store: any EntitlementStore
+    /// The same store's outbox.
+    let outbox: any OutboxStore
     let metrics: ServerMetrics
     let clock: @Sendable () -> Date
     /// How long `/readyz` waits for the database to accept a write before answering 503.

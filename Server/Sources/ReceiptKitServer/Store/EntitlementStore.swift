@@ -75,12 +75,15 @@ public struct SweepReport: Sendable, Hashable {
 
 /// What the store does besides storing: tell the server what each commit wrote to the feed.
 public struct FeedSettings: Sendable {
+    /// Where events and notifications are sent: their outbox rows are written with them.
+    public var targets: OutboxTargets
     /// Called after each commit that wrote events or outbox rows (metrics, and the delivery
     /// worker's wake-up); never before the commit.
     public var observer: (@Sendable (FeedCommit) -> Void)?
 
     /// Creates settings.
-    public init(observer: (@Sendable (FeedCommit) -> Void)? = nil) {
+    public init(targets: OutboxTargets = OutboxTargets(), observer: (@Sendable (FeedCommit) -> Void)? = nil) {
+        self.targets = targets
         self.observer = observer
     }
 

@@ -163,6 +163,11 @@ enum FeedRows {
         let extra: [ChangeEvent]
         /// When the server wrote it.
         let recordedAt: Int64
+        /// Where each event is sent (its outbox rows, in the same transaction).
+        let targets: OutboxTargets
+        /// An input's bytes to forward to each of ``OutboxTargets/forwardURLs``, with the key they are
+        /// ordered by: a verified notification, as Apple sent it.
+        let forward: (body: [UInt8], orderingKey: String)?
         private var phase = Phase.evaluating(0, nil)
         private var events: [ChangeEvent] = []
         private var plan = Plan()
@@ -174,19 +179,26 @@ enum FeedRows {
             case ids
         }
 
-        init(keys: [SubscriptionKey], at instant: Timestamp, cause: ChangeCause, extra: [ChangeEvent] = [], recordedAt: Int64) {
+        init(
+            keys: [SubscriptionKey], at instant: Timestamp, cause: ChangeCause, extra: [ChangeEvent] = [], recordedAt: Int64,
+            targets: OutboxTargets, forward: (body: [UInt8], orderingKey: String)? = nil
+        ) {
             self.keys = keys
             self.instant = instant
             self.cause = cause
             self.extra = extra
             self.recordedAt = recordedAt
+            self.targets = targets
+            self.forward = forward
         }
 
-        /// The derivation of a new input: its keys evaluated at the instant it was received.
-        init(_ event: NewEvent) {
+        /// The derivation of a new input: its keys evaluated at the instant it was received; a
+        /// notification is forwarded.
+        init(_ event: NewEvent, targets: OutboxTargets) {
+            let key = event.orderedKeys.first.map(OutboxRows.orderingKey) ?? "notification"
             self.init(
                 keys: event.orderedKeys, at: Timestamp(millisecondsSince1970: event.receivedAt), cause: event.cause,
-                recordedAt: event.receivedAt)
+                recordedAt: event.receivedAt, targets: targets, forward: event.kind == "notification" ? (event.raw, key) : nil)
         }
 
         mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<Plan> {
@@ -213,7 +225,7 @@ enum FeedRows {
                         customers[keysWithEvents[index - 1]] = rows.compactMap { $0[0].text }.sorted()
                     }
                     guard index < keysWithEvents.count else {
-                        guard !events.isEmpty else { return .done(plan) }
+                        guard !events.isEmpty else { return .done(finish()) }
                         phase = .ids
                         return .fetch(drawIds, [.integer(Int64(events.count))])
                     }
@@ -226,14 +238,34 @@ enum FeedRows {
                         id += 1
                         event.customerIds = customers[event.key] ?? []
                         plan.events.append((id, event))
+                        let json = event.json(id: id)
                         plan.writes.append(StoreWrite(insertEvent, [
                             .integer(id), .text(event.type.rawValue), .integer(event.occurredAt.millisecondsSince1970),
                             .integer(recordedAt),
-                        ] + LedgerRows.keyValues(event.key) + [.text(event.json(id: id))]))
+                        ] + LedgerRows.keyValues(event.key) + [.text(json)]))
+                        if let url = targets.webhookURL {
+                            plan.writes.append(OutboxRows.insertWrite(
+                                kind: .webhook, target: url, orderingKey: OutboxRows.orderingKey(event.key), eventId: id,
+                                body: Array(json.utf8), now: recordedAt, giveUpAt: recordedAt + targets.retryWindowMilliseconds))
+                            plan.outboxRows += 1
+                        }
                     }
-                    return .done(plan)
+                    return .done(finish())
                 }
             }
+        }
+
+        /// The plan with the input's forwards.
+        private mutating func finish() -> Plan {
+            if let forward {
+                for url in targets.forwardURLs {
+                    plan.writes.append(OutboxRows.insertWrite(
+                        kind: .forward, target: url, orderingKey: forward.orderingKey, eventId: nil, body: forward.body,
+                        now: recordedAt, giveUpAt: recordedAt + targets.retryWindowMilliseconds))
+                    plan.outboxRows += 1
+                }
+            }
+            return plan
         }
 
         /// Compares a key's evaluated state with the one stored, plans its events and the write
@@ -300,6 +332,23 @@ enum FeedRows {
         rows.map { row in
             SubscriptionKey(bundleId: row[1].text ?? "", environment: row[2].text ?? "", originalTransactionId: row[0].text ?? "")
         }
+    }
+}
+
+/// Where the feed's events and the verified notifications are sent, each through the outbox.
+public struct OutboxTargets: Sendable, Hashable {
+    /// `RECEIPTKIT_WEBHOOK_URL`: each event, signed.
+    public var webhookURL: String?
+    /// `RECEIPTKIT_FORWARD_URLS`: each verified notification, byte for byte.
+    public var forwardURLs: [String]
+    /// How long a row is tried before it is dead-lettered (`RECEIPTKIT_WEBHOOK_RETRY_HOURS`).
+    public var retryWindowMilliseconds: Int64
+
+    /// Creates targets; none by default.
+    public init(webhookURL: String? = nil, forwardURLs: [String] = [], retryWindowMilliseconds: Int64 = 72 * 3_600_000) {
+        self.webhookURL = webhookURL
+        self.forwardURLs = forwardURLs
+        self.retryWindowMilliseconds = retryWindowMilliseconds
     }
 }
 

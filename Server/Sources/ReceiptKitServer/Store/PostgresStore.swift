@@ -127,6 +127,7 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
     private func write(_ event: NewEvent) async throws -> Bool {
         let logger = self.logger
         let headers = self.headers
+        let targets = feed.targets
         let (isNew, found, commit) = try await client.withTransaction(logger: logger) { connection in
             let (stored, encoding, found) = try await Self.storedRaw(of: event, on: connection, headers: headers, logger: logger)
             let raw = ByteBuffer(bytes: stored)
@@ -163,7 +164,7 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
             if eventId != nil {
                 // Last: the feed's counter, which this takes only when there are events, stays
                 // locked until the commit (``FeedRows``).
-                let plan = try await connection.run(FeedRows.Derivation(event), logger: logger)
+                let plan = try await connection.run(FeedRows.Derivation(event, targets: targets), logger: logger)
                 for write in plan.writes {
                     try await connection.execute(write, logger: logger)
                 }
@@ -310,7 +311,7 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
                     let plan = try await connection.run(
                         FeedRows.Derivation(
                             keys: [key], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep,
-                            recordedAt: now.millisecondsSince1970),
+                            recordedAt: now.millisecondsSince1970, targets: feed.targets),
                         logger: logger)
                     for write in plan.writes {
                         try await connection.execute(write, logger: logger)
@@ -381,6 +382,59 @@ extension PostgresStore {
         let logger = self.logger
         try await client.withConnection { connection in
             try await connection.execute(StoreWrite(ReconcileRows.releaseLease, [.text(owner)]), logger: logger)
+        }
+    }
+}
+
+// MARK: The outbox (``OutboxStore``, statements in ``OutboxRows``)
+
+extension PostgresStore: OutboxStore {
+    func claimDeliveries(owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [Delivery] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            OutboxRows.deliveries(try await connection.rows(
+                OutboxRows.claimPostgres, [.text(owner), .integer(leaseUntil), .integer(now), .integer(now), .integer(Int64(limit))],
+                logger: logger))
+        }
+    }
+
+    func finishDelivery(_ id: Int64, owner: String, outcome: DeliveryOutcome) async throws -> Bool {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await !connection.rows(OutboxRows.finish, OutboxRows.finishValues(id, owner: owner, outcome: outcome), logger: logger)
+                .isEmpty
+        }
+    }
+
+    func deliveries(state: Delivery.State, after: Int64, limit: Int) async throws -> [Delivery] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            OutboxRows.deliveries(try await connection.rows(
+                OutboxRows.list, [.text(state.rawValue), .integer(after), .integer(Int64(limit))], logger: logger))
+        }
+    }
+
+    func delivery(_ id: Int64) async throws -> Delivery? {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            OutboxRows.deliveries(try await connection.rows(OutboxRows.byId, [.integer(id)], logger: logger)).first
+        }
+    }
+
+    func retryDelivery(_ id: Int64, now: Int64, giveUpAt: Int64) async throws -> Delivery? {
+        let logger = self.logger
+        let delivery = try await client.withConnection { connection in
+            OutboxRows.deliveries(try await connection.rows(
+                OutboxRows.retry, [.integer(now), .integer(giveUpAt), .integer(id)], logger: logger)).first
+        }
+        if delivery != nil { feed.tell(FeedCommit(outboxRows: 1)) }
+        return delivery
+    }
+
+    func outboxBacklog() async throws -> [OutboxBacklog] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            OutboxRows.backlog(try await connection.rows(OutboxRows.pendingByTarget, [], logger: logger))
         }
     }
 }

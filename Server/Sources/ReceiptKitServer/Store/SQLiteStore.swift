@@ -49,7 +49,7 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
         self.feed = feed
         let headers = self.headers
         self.writes = GroupCommit(maximumBatch: Self.maximumBatch) { events in
-            let results = try await Self.commit(events, to: pool, headers: headers)
+            let results = try await Self.commit(events, to: pool, headers: headers, targets: feed.targets)
             var commit = FeedCommit()
             for case .success(let recorded) in results { commit.merge(recorded.feed) }
             feed.tell(commit)
@@ -123,20 +123,20 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
     /// the start: SQLite copies each page a savepoint changes into its statement journal first,
     /// which cost the server about 8% of its CPU time per notification.
     private static func commit(
-        _ events: [NewEvent], to pool: DatabasePool, headers: HeaderDirectory
+        _ events: [NewEvent], to pool: DatabasePool, headers: HeaderDirectory, targets: OutboxTargets
     ) async throws -> [Result<Recorded, any Error>] {
         let whole: (recorded: [Recorded], newHeaders: [(segment: [UInt8], header: RawCompaction.Header)])
         do {
             whole = try await pool.write { db in
                 var newHeaders: [(segment: [UInt8], header: RawCompaction.Header)] = []
-                let recorded = try events.map { try insert($0, into: db, headers: headers, found: &newHeaders) }
+                let recorded = try events.map { try insert($0, into: db, headers: headers, targets: targets, found: &newHeaders) }
                 return (recorded, newHeaders)
             }
         } catch {
             // Nothing of the batch was committed. Event by event, the failure is found again
             // (and reported to its request alone), or, if the database itself failed, the
             // batch fails as before.
-            return try await commitEventByEvent(events, to: pool, headers: headers)
+            return try await commitEventByEvent(events, to: pool, headers: headers, targets: targets)
         }
         headers.remember(whole.newHeaders)
         return whole.recorded.map { .success($0) }
@@ -147,7 +147,7 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
     /// gone (SQLite rolls it back on some errors), the batch fails as a whole: nothing of it is
     /// reported stored.
     private static func commitEventByEvent(
-        _ events: [NewEvent], to pool: DatabasePool, headers: HeaderDirectory
+        _ events: [NewEvent], to pool: DatabasePool, headers: HeaderDirectory, targets: OutboxTargets
     ) async throws -> [Result<Recorded, any Error>] {
         let (results, newHeaders) = try await pool.write { db in
             var results: [Result<Recorded, any Error>] = []
@@ -159,7 +159,7 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
                 var found: [(segment: [UInt8], header: RawCompaction.Header)] = []
                 do {
                     try db.inSavepoint {
-                        recorded = try insert(event, into: db, headers: headers, found: &found)
+                        recorded = try insert(event, into: db, headers: headers, targets: targets, found: &found)
                         return .commit
                     }
                     newHeaders += found
@@ -210,7 +210,7 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
     ///
     /// - Returns: Whether the event is new, and what it wrote to the feed.
     private static func insert(
-        _ event: NewEvent, into db: Database, headers: HeaderDirectory,
+        _ event: NewEvent, into db: Database, headers: HeaderDirectory, targets: OutboxTargets,
         found: inout [(segment: [UInt8], header: RawCompaction.Header)]
     ) throws -> Recorded {
         let raw = try storedRaw(of: event, in: db, headers: headers, found: &found)
@@ -233,7 +233,7 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
         }
         for write in LedgerRows.linkWrites(event) { try db.execute(write) }
         guard inserted != nil else { return Recorded(isNew: false) }
-        let plan = try db.run(FeedRows.Derivation(event))
+        let plan = try db.run(FeedRows.Derivation(event, targets: targets))
         for write in plan.writes { try db.execute(write) }
         var recorded = Recorded(isNew: true)
         recorded.feed.add(plan)
@@ -308,7 +308,7 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
                     swept = true
                     let plan = try db.run(FeedRows.Derivation(
                         keys: [key], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep,
-                        recordedAt: now.millisecondsSince1970))
+                        recordedAt: now.millisecondsSince1970, targets: feed.targets))
                     for write in plan.writes { try db.execute(write) }
                     commit.add(plan)
                     guard let next = plan.nextChangeAt[key], next > boundary, next <= now.millisecondsSince1970 else { break }
@@ -325,6 +325,45 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
 
     public func close() async throws {
         try pool.close()
+    }
+}
+
+// MARK: The outbox (``OutboxStore``, statements in ``OutboxRows``)
+
+extension SQLiteStore: OutboxStore {
+    func claimDeliveries(owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [Delivery] {
+        try await pool.write { db in
+            OutboxRows.deliveries(try db.rows(
+                OutboxRows.claimSQLite, [.text(owner), .integer(leaseUntil), .integer(now), .integer(now), .integer(Int64(limit))]))
+        }
+    }
+
+    func finishDelivery(_ id: Int64, owner: String, outcome: DeliveryOutcome) async throws -> Bool {
+        try await pool.write { db in
+            try !db.rows(OutboxRows.finish, OutboxRows.finishValues(id, owner: owner, outcome: outcome)).isEmpty
+        }
+    }
+
+    func deliveries(state: Delivery.State, after: Int64, limit: Int) async throws -> [Delivery] {
+        try await pool.read { db in
+            OutboxRows.deliveries(try db.rows(OutboxRows.list, [.text(state.rawValue), .integer(after), .integer(Int64(limit))]))
+        }
+    }
+
+    func delivery(_ id: Int64) async throws -> Delivery? {
+        try await pool.read { db in OutboxRows.deliveries(try db.rows(OutboxRows.byId, [.integer(id)])).first }
+    }
+
+    func retryDelivery(_ id: Int64, now: Int64, giveUpAt: Int64) async throws -> Delivery? {
+        let delivery = try await pool.write { db in
+            OutboxRows.deliveries(try db.rows(OutboxRows.retry, [.integer(now), .integer(giveUpAt), .integer(id)])).first
+        }
+        if delivery != nil { feed.tell(FeedCommit(outboxRows: 1)) }
+        return delivery
+    }
+
+    func outboxBacklog() async throws -> [OutboxBacklog] {
+        try await pool.read { db in OutboxRows.backlog(try db.rows(OutboxRows.pendingByTarget, [])) }
     }
 }
 

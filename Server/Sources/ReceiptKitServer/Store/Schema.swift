@@ -22,6 +22,8 @@ import ReceiptKit
 ///   answered, so that a sync fetches only what is new (``ReconcileRows``).
 /// - `reconcile_cursor` (from v7): one row, the instant up to which Get Notification History has
 ///   been read and committed, and the lease of the server running a window.
+/// - `outbox` (from v8): what is to be sent — webhooks, forwarded notifications, consumption
+///   answers — until it is accepted or its time runs out (``OutboxRows``).
 /// - `change_events`, `feed_counter` (from v8): the feed of what changed, its ids drawn from
 ///   the counter in commit order; `subscriptions` holds each key's state as the feed last
 ///   derived it and `next_change_at` (``FeedRows``); `events.source` says where an input came
@@ -344,6 +346,37 @@ enum Schema {
                 "CREATE TABLE feed_counter (id INTEGER PRIMARY KEY CHECK (id = 1), last_id BIGINT NOT NULL)",
                 "INSERT INTO feed_counter (id, last_id) VALUES (1, 0)",
                 "CREATE INDEX customer_subscriptions_key ON customer_subscriptions (original_transaction_id, bundle_id, environment)",
+            ]
+        },
+        // The durable outbox (``OutboxRows``): what is sent later — webhooks, forwarded
+        // notifications, consumption answers — written in the transaction that causes it. The
+        // first index finds the pending rows in order and lists a state's rows; the second,
+        // whether an earlier row of the same receiver and key is still pending.
+        Migration(id: "v8-outbox") { dialect in
+            [
+                """
+                CREATE TABLE outbox (
+                    id \(dialect.autoIncrementingKey),
+                    kind TEXT NOT NULL,
+                    target TEXT NOT NULL,
+                    ordering_key TEXT NOT NULL,
+                    event_id BIGINT,
+                    body \(dialect.bytes) NOT NULL,
+                    state TEXT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    next_attempt_at BIGINT NOT NULL,
+                    give_up_at BIGINT NOT NULL,
+                    lease_owner TEXT,
+                    lease_until BIGINT NOT NULL,
+                    last_attempt_at BIGINT,
+                    last_status INTEGER,
+                    last_error TEXT,
+                    delivered_at BIGINT
+                )
+                """,
+                "CREATE INDEX outbox_state ON outbox (state, id)",
+                "CREATE INDEX outbox_order ON outbox (target, ordering_key, id) WHERE state = 'pending'",
             ]
         },
     ]
