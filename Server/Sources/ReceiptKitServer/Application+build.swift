@@ -36,15 +36,15 @@ public func buildApplication(
     var services: [any Service] = client.map { [$0] } ?? []
     let verifier = AppStoreVerifier(configuration.verifier)
     var environment = RouteEnvironment(
-        verifier: verifier, store: store, outbox: store, metrics: metrics, clock: clock,
+        verifier: verifier, store: store, outbox: store, consumption: store, metrics: metrics, clock: clock,
         readinessTimeout: min(Duration.seconds(2), configuration.requestTimeout / 2))
     // Each finished once the store is migrated: the periodic reconcile, the sweep and the
     // delivery wait for it.
     let (migrated, migratedContinuation) = AsyncStream.makeStream(of: Void.self)
     let (sweepMigrated, sweepMigratedContinuation) = AsyncStream.makeStream(of: Void.self)
     let (deliveryMigrated, deliveryMigratedContinuation) = AsyncStream.makeStream(of: Void.self)
-    services.append(SweepService(
-        store: store, interval: configuration.events.sweepInterval, clock: clock, logger: logger, migrated: sweepMigrated))
+    var sweep = SweepService(
+        store: store, interval: configuration.events.sweepInterval, clock: clock, logger: logger, migrated: sweepMigrated)
     var reconciler: Reconciler?
     if let settings = configuration.appStoreAPI {
         environment.apple = try makeAppleSync(
@@ -64,7 +64,16 @@ public func buildApplication(
     }
 
     let events = configuration.events
-    let sender = DeliverySender(secret: Array((events.webhookSecret ?? "").utf8), policy: events.delivery, clock: clock)
+    var sender = DeliverySender(secret: Array((events.webhookSecret ?? "").utf8), policy: events.delivery, clock: clock)
+    if let apple = environment.apple {
+        sender.consumption = { delivery in await apple.sendConsumption(delivery) }
+        if let answer = events.consumptionDefault {
+            sweep.consumptionDefault = (store, answer)
+        }
+    } else if events.consumptionDefault != nil {
+        throw ConfigurationError("RECEIPTKIT_CONSUMPTION_DEFAULT is set but the App Store Server API is not (RECEIPTKIT_APPSTORE_*)")
+    }
+    services.append(sweep)
     services.append(DeliveryService(
         outbox: store, sender: sender, policy: events.delivery, clock: clock, wake: wake, metrics: metrics, logger: logger,
         owner: UUID().uuidString.lowercased(), migrated: deliveryMigrated))
@@ -85,6 +94,7 @@ public func buildApplication(
     OfferController(environment: environment).add(to: v1)
     FeedController(environment: environment).add(to: v1)
     DeliveryController(environment: environment, retryWindow: events.retryWindow).add(to: v1)
+    ConsumptionController(environment: environment).add(to: v1)
 
     var app = Application(
         router: router,
@@ -105,7 +115,7 @@ public func buildApplication(
 /// service) for as long as the store is used.
 func makeStore(
     _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String?, feed: FeedSettings = FeedSettings()
-) throws -> (store: any EntitlementStore & OutboxStore, client: PostgresClient?) {
+) throws -> (store: any EntitlementStore & OutboxStore & ConsumptionStore, client: PostgresClient?) {
     switch database {
     case .sqlite(let path):
         return (try SQLiteStore(path: path, feed: feed), nil)

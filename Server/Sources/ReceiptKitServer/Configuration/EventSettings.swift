@@ -6,8 +6,8 @@ import Foundation
 ///
 /// Read from `RECEIPTKIT_SWEEP_INTERVAL` (seconds, default 60), `RECEIPTKIT_WEBHOOK_URL` and
 /// `RECEIPTKIT_WEBHOOK_SECRET` (both or neither), `RECEIPTKIT_WEBHOOK_RETRY_HOURS` (default 72),
-/// `RECEIPTKIT_WEBHOOK_TIMEOUT` (seconds, default 10) and `RECEIPTKIT_FORWARD_URLS`
-/// (comma-separated).
+/// `RECEIPTKIT_WEBHOOK_TIMEOUT` (seconds, default 10), `RECEIPTKIT_FORWARD_URLS`
+/// (comma-separated) and `RECEIPTKIT_CONSUMPTION_DEFAULT` (a JSON answer).
 public struct EventSettings: Sendable {
     /// How often the keys whose state time may have changed are evaluated again
     /// (``SweepService``): an expiry with no notification is in the feed at most this late.
@@ -22,12 +22,17 @@ public struct EventSettings: Sendable {
     public var retryWindow: Duration
     /// Attempts, back-off and concurrency.
     public var delivery: DeliveryPolicy
+    /// The answer sent to a consumption request nobody answered an hour before its deadline,
+    /// for customers recorded as consenting; `nil`: none.
+    public var consumptionDefault: ConsumptionAnswer?
 
     /// Creates settings.
     public init(
         sweepInterval: Duration = .seconds(60), webhookURL: String? = nil, webhookSecret: String? = nil, forwardURLs: [String] = [],
-        retryWindow: Duration = .seconds(72 * 3600), delivery: DeliveryPolicy = DeliveryPolicy()
+        retryWindow: Duration = .seconds(72 * 3600), delivery: DeliveryPolicy = DeliveryPolicy(),
+        consumptionDefault: ConsumptionAnswer? = nil
     ) {
+        self.consumptionDefault = consumptionDefault
         self.sweepInterval = sweepInterval
         self.webhookURL = webhookURL
         self.webhookSecret = webhookSecret
@@ -76,7 +81,29 @@ public struct EventSettings: Sendable {
             settings.retryWindow = .milliseconds(Int64((hours * 3_600_000).rounded()))
         }
         if let timeout = try variables.seconds("RECEIPTKIT_WEBHOOK_TIMEOUT") { settings.delivery.timeout = timeout }
+        if let text = variables.value("RECEIPTKIT_CONSUMPTION_DEFAULT") {
+            settings.consumptionDefault = try consumptionAnswer(text)
+        }
         return settings
+    }
+
+    /// `RECEIPTKIT_CONSUMPTION_DEFAULT`: an answer's JSON without `customer_consented` (the
+    /// customer's recorded consent stands for it).
+    static func consumptionAnswer(_ text: String) throws(ConfigurationError) -> ConsumptionAnswer {
+        let name = "RECEIPTKIT_CONSUMPTION_DEFAULT"
+        let answer: ConsumptionAnswer
+        do {
+            answer = try RequestBody.decode(ConsumptionAnswer.self, from: Array(text.utf8))
+            try answer.validate()
+        } catch {
+            throw ConfigurationError(
+                "\(name) is not a consumption answer (\(error.message)); expected JSON such as {\"delivery_status\":\"DELIVERED\",\"sample_content_provided\":false,\"refund_preference\":\"DECLINE\"}")
+        }
+        guard answer.customerConsented == nil else {
+            throw ConfigurationError(
+                "\(name) must not set customer_consented: the default is sent only for customers whose consent was recorded (PUT /v1/customers/{id}/consumption-consent)")
+        }
+        return answer
     }
 
     /// An `http(s)://` URL with a host, or `nil` for none.

@@ -148,6 +148,30 @@ struct AppleSync: Sendable {
         return stored
     }
 
+    /// Sends a consumption answer from the outbox (``DeliverySender``): accepted when Apple took
+    /// it; tried again when Apple is unavailable or refused the key (a configuration that can be
+    /// fixed); refused (dead-lettered) when Apple refused the answer itself.
+    func sendConsumption(_ delivery: Delivery) async -> DeliverySender.Result {
+        guard let request = ConsumptionAnswer.apple(delivery.body) else {
+            return .refused(status: nil, error: "the stored answer is not a consumption request")
+        }
+        do {
+            try await client.sendConsumptionInformation(delivery.target, request)
+            metrics.appStoreCall(endpoint: "consumption", result: "ok")
+            return .accepted(status: 202)
+        } catch let error as AppStoreServerAPIError {
+            metrics.appStoreCall(endpoint: "consumption", result: error.code.rawValue)
+            switch error.code {
+            case .rateLimited, .serverError, .connectionFailed, .timeout, .unauthorized:
+                return .failed(status: error.httpStatus, error: error.description)
+            default:
+                return .refused(status: error.httpStatus, error: error.description)
+            }
+        } catch {
+            return .failed(status: nil, error: "\(error)")
+        }
+    }
+
     /// The answer of a route that needs Apple when no In-App Purchase key is configured.
     static let notConfigured = APIError(
         .notImplemented, "reconciliation_off",

@@ -37,7 +37,8 @@ enum Events {
             dedupKey: dedupKey, kind: record.kind.rawValue, raw: raw,
             headerSegments: RawCompaction.headerSegments(in: raw, nested: nested.compactMap { $0 }), record: record.json(),
             receivedAt: receivedAt.millisecondsSince1970,
-            keys: keys, copies: EntitlementLedger.copies(of: record), links: links, cause: cause(of: record, source: source))
+            keys: keys, copies: EntitlementLedger.copies(of: record), links: links, cause: cause(of: record, source: source),
+            consumption: ConsumptionNotice.of(record, bundleId: bundleId, receivedAt: receivedAt))
     }
 
     /// The cause the feed names for a record: a notification by its UUID, type and subtype, with

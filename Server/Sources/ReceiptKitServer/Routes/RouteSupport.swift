@@ -9,6 +9,8 @@ struct RouteEnvironment: Sendable {
     let store: any EntitlementStore
     /// The same store's outbox.
     let outbox: any OutboxStore
+    /// The same store's consumption requests.
+    let consumption: any ConsumptionStore
     let metrics: ServerMetrics
     let clock: @Sendable () -> Date
     /// How long `/readyz` waits for the database to accept a write before answering 503.

@@ -122,13 +122,17 @@ public struct NewEvent: Sendable {
     public var links: [CustomerLink]
     /// Where the input came from and what it was, for the events it causes.
     public var cause: ChangeCause
+    /// The consumption request the input is, if it is one.
+    public var consumption: ConsumptionNotice?
 
     /// Creates an event.
     public init(
         dedupKey: String, kind: String, raw: [UInt8], headerSegments: [[UInt8]] = [], record: String, receivedAt: Int64,
-        keys: [SubscriptionKey], copies: [LedgerCopy], links: [CustomerLink], cause: ChangeCause = ChangeCause(source: .app)
+        keys: [SubscriptionKey], copies: [LedgerCopy], links: [CustomerLink], cause: ChangeCause = ChangeCause(source: .app),
+        consumption: ConsumptionNotice? = nil
     ) {
         self.cause = cause
+        self.consumption = consumption
         self.dedupKey = dedupKey
         self.kind = kind
         self.raw = raw

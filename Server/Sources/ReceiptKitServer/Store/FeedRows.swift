@@ -168,6 +168,8 @@ enum FeedRows {
         /// An input's bytes to forward to each of ``OutboxTargets/forwardURLs``, with the key they are
         /// ordered by: a verified notification, as Apple sent it.
         let forward: (body: [UInt8], orderingKey: String)?
+        /// The consumption request the input is: its event follows its key's changes.
+        let consumption: ConsumptionNotice?
         private var phase = Phase.evaluating(0, nil)
         private var events: [ChangeEvent] = []
         private var plan = Plan()
@@ -181,8 +183,9 @@ enum FeedRows {
 
         init(
             keys: [SubscriptionKey], at instant: Timestamp, cause: ChangeCause, extra: [ChangeEvent] = [], recordedAt: Int64,
-            targets: OutboxTargets, forward: (body: [UInt8], orderingKey: String)? = nil
+            targets: OutboxTargets, forward: (body: [UInt8], orderingKey: String)? = nil, consumption: ConsumptionNotice? = nil
         ) {
+            self.consumption = consumption
             self.keys = keys
             self.instant = instant
             self.cause = cause
@@ -198,7 +201,8 @@ enum FeedRows {
             let key = event.orderedKeys.first.map(OutboxRows.orderingKey) ?? "notification"
             self.init(
                 keys: event.orderedKeys, at: Timestamp(millisecondsSince1970: event.receivedAt), cause: event.cause,
-                recordedAt: event.receivedAt, targets: targets, forward: event.kind == "notification" ? (event.raw, key) : nil)
+                recordedAt: event.receivedAt, targets: targets, forward: event.kind == "notification" ? (event.raw, key) : nil,
+                consumption: event.consumption)
         }
 
         mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<Plan> {
@@ -281,6 +285,13 @@ enum FeedRows {
                         type: type, key: key, occurredAt: instant, customerIds: [], previousStatus: stored.state?.status,
                         state: state, cause: cause))
                 }
+            }
+            if let consumption, consumption.key == key {
+                events.append(ChangeEvent(
+                    type: .consumptionRequested, key: key, occurredAt: instant, customerIds: [],
+                    previousStatus: current?.status ?? stored.state?.status, state: state, cause: cause,
+                    consumptionRequest: consumption.json))
+                plan.writes.append(ConsumptionRows.insertWrite(consumption))
             }
             if let boundary { plan.nextChangeAt[key] = boundary }
             if derived != stored {

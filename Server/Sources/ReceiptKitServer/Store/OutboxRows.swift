@@ -44,6 +44,9 @@ enum OutboxRows {
         VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, 0)
         """)
 
+    /// ``insert``, answering the row.
+    static let insertReturning = StoreStatement(insert.sql + " RETURNING \(columns)", columns: columnTypes)
+
     /// A row to send from `now` until `giveUpAt`.
     static func insertWrite(
         kind: Kind, target: String, orderingKey: String, eventId: Int64?, body: [UInt8], now: Int64, giveUpAt: Int64

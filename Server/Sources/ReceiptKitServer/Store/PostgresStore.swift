@@ -438,3 +438,65 @@ extension PostgresStore: OutboxStore {
         }
     }
 }
+
+// MARK: Consumption requests (``ConsumptionStore``, statements in ``ConsumptionRows``)
+
+extension PostgresStore: ConsumptionStore {
+    func consumptionRequest(transactionId: String) async throws -> StoredConsumptionRequest? {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await connection.rows(ConsumptionRows.latestRequest, [.text(transactionId)], logger: logger).first
+                .flatMap(StoredConsumptionRequest.init)
+        }
+    }
+
+    func answerConsumption(
+        _ request: StoredConsumptionRequest, transactionId: String, apple: [UInt8], now: Int64
+    ) async throws -> Delivery? {
+        let logger = self.logger
+        let delivery = try await client.withTransaction(logger: logger) { connection in
+            let answer = String(decoding: apple, as: UTF8.self)
+            _ = try await connection.rows(
+                ConsumptionRows.answered, [.integer(now), .text("backend"), .text(answer), .text(request.notificationUUID)],
+                logger: logger)
+            let write = ConsumptionRows.outboxWrite(transactionId: transactionId, body: apple, now: now, deadline: request.deadline)
+            return OutboxRows.deliveries(try await connection.rows(OutboxRows.insertReturning, write.values, logger: logger)).first
+        }
+        feed.tell(FeedCommit(outboxRows: 1))
+        return delivery
+    }
+
+    func setConsumptionConsent(customerId: String, consented: Bool, at now: Int64) async throws {
+        let logger = self.logger
+        try await client.withConnection { connection in
+            try await connection.execute(
+                StoreWrite(ConsumptionRows.setConsent, [.text(customerId), .integer(consented ? 1 : 0), .integer(now)]), logger: logger)
+        }
+    }
+
+    func answerConsumptionDefaults(now: Int64, window: Int64, answer: @Sendable (String?) -> [UInt8]?) async throws -> Int {
+        let logger = self.logger
+        let due = try await client.withConnection { connection in
+            try await connection.rows(ConsumptionRows.defaultsDue, [.integer(now), .integer(now), .integer(window)], logger: logger)
+        }
+        var answered = 0
+        for row in due {
+            guard let uuid = row[0].text, let transactionId = row[1].text, let deadline = row[3].integer,
+                  let body = answer(row[2].text)
+            else { continue }
+            let claimed = try await client.withTransaction(logger: logger) { connection in
+                let text = String(decoding: body, as: UTF8.self)
+                guard try await !connection.rows(
+                    ConsumptionRows.defaultAnswered, [.integer(now), .text("default"), .text(text), .text(uuid)], logger: logger
+                ).isEmpty
+                else { return false }
+                try await connection.execute(
+                    ConsumptionRows.outboxWrite(transactionId: transactionId, body: body, now: now, deadline: deadline), logger: logger)
+                return true
+            }
+            if claimed { answered += 1 }
+        }
+        if answered > 0 { feed.tell(FeedCommit(outboxRows: answered)) }
+        return answered
+    }
+}

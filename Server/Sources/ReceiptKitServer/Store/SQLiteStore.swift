@@ -367,6 +367,57 @@ extension SQLiteStore: OutboxStore {
     }
 }
 
+// MARK: Consumption requests (``ConsumptionStore``, statements in ``ConsumptionRows``)
+
+extension SQLiteStore: ConsumptionStore {
+    func consumptionRequest(transactionId: String) async throws -> StoredConsumptionRequest? {
+        try await pool.read { db in
+            try db.rows(ConsumptionRows.latestRequest, [.text(transactionId)]).first.flatMap(StoredConsumptionRequest.init)
+        }
+    }
+
+    func answerConsumption(
+        _ request: StoredConsumptionRequest, transactionId: String, apple: [UInt8], now: Int64
+    ) async throws -> Delivery? {
+        let delivery = try await pool.write { db in
+            let answer = String(decoding: apple, as: UTF8.self)
+            _ = try db.rows(ConsumptionRows.answered, [.integer(now), .text("backend"), .text(answer), .text(request.notificationUUID)])
+            let write = ConsumptionRows.outboxWrite(transactionId: transactionId, body: apple, now: now, deadline: request.deadline)
+            return OutboxRows.deliveries(try db.rows(OutboxRows.insertReturning, write.values)).first
+        }
+        feed.tell(FeedCommit(outboxRows: 1))
+        return delivery
+    }
+
+    func setConsumptionConsent(customerId: String, consented: Bool, at now: Int64) async throws {
+        try await pool.write { db in
+            try db.execute(StoreWrite(ConsumptionRows.setConsent, [.text(customerId), .integer(consented ? 1 : 0), .integer(now)]))
+        }
+    }
+
+    func answerConsumptionDefaults(now: Int64, window: Int64, answer: @Sendable (String?) -> [UInt8]?) async throws -> Int {
+        let due = try await pool.read { db in
+            try db.rows(ConsumptionRows.defaultsDue, [.integer(now), .integer(now), .integer(window)])
+        }
+        var answered = 0
+        for row in due {
+            guard let uuid = row[0].text, let transactionId = row[1].text, let deadline = row[3].integer,
+                  let body = answer(row[2].text)
+            else { continue }
+            let claimed = try await pool.write { db in
+                let text = String(decoding: body, as: UTF8.self)
+                guard try !db.rows(ConsumptionRows.defaultAnswered, [.integer(now), .text("default"), .text(text), .text(uuid)]).isEmpty
+                else { return false }
+                try db.execute(ConsumptionRows.outboxWrite(transactionId: transactionId, body: body, now: now, deadline: deadline))
+                return true
+            }
+            if claimed { answered += 1 }
+        }
+        if answered > 0 { feed.tell(FeedCommit(outboxRows: answered)) }
+        return answered
+    }
+}
+
 /// What storing one event did: whether it was new, and what it wrote to the feed.
 struct Recorded: Sendable {
     var isNew: Bool

@@ -24,6 +24,8 @@ import ReceiptKit
 ///   been read and committed, and the lease of the server running a window.
 /// - `outbox` (from v8): what is to be sent — webhooks, forwarded notifications, consumption
 ///   answers — until it is accepted or its time runs out (``OutboxRows``).
+/// - `consumption_requests`, `consumption_consents` (from v8): Apple's consumption requests with
+///   their deadline and answer, and the customers who consented (``ConsumptionRows``).
 /// - `change_events`, `feed_counter` (from v8): the feed of what changed, its ids drawn from
 ///   the counter in commit order; `subscriptions` holds each key's state as the feed last
 ///   derived it and `next_change_at` (``FeedRows``); `events.source` says where an input came
@@ -377,6 +379,37 @@ enum Schema {
                 """,
                 "CREATE INDEX outbox_state ON outbox (state, id)",
                 "CREATE INDEX outbox_order ON outbox (target, ordering_key, id) WHERE state = 'pending'",
+            ]
+        },
+        // Consumption requests, their answers, and which customers consented to share
+        // consumption data (``ConsumptionRows``).
+        Migration(id: "v8-consumption-requests") { _ in
+            [
+                """
+                CREATE TABLE consumption_requests (
+                    notification_uuid TEXT PRIMARY KEY,
+                    transaction_id TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    product_type TEXT,
+                    reason TEXT,
+                    requested_at BIGINT NOT NULL,
+                    deadline BIGINT NOT NULL,
+                    answered_at BIGINT,
+                    answer_source TEXT,
+                    answer TEXT
+                )
+                """,
+                "CREATE INDEX consumption_requests_transaction ON consumption_requests (transaction_id, deadline)",
+                "CREATE INDEX consumption_requests_open ON consumption_requests (deadline) WHERE answered_at IS NULL",
+                """
+                CREATE TABLE consumption_consents (
+                    customer_id TEXT PRIMARY KEY,
+                    consented SMALLINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
             ]
         },
     ]
