@@ -22,6 +22,10 @@ public import ReceiptKit
 /// | `RECEIPTKIT_APPSTORE_API_URL` | the App Store Server API's base URL, default Apple's for `RECEIPTKIT_ENVIRONMENT` |
 /// | `RECEIPTKIT_RECONCILE_INTERVAL` | seconds between two looks at Get Notification History, default `900`; `0`: only `POST /v1/reconcile` |
 /// | `RECEIPTKIT_SWEEP_INTERVAL` | seconds between two looks for changes time alone made (an expiry with no notification), default `60` |
+/// | `RECEIPTKIT_WEBHOOK_URL`, `RECEIPTKIT_WEBHOOK_SECRET` | where each event is POSTed, and the key of its signature (both or neither) |
+/// | `RECEIPTKIT_WEBHOOK_RETRY_HOURS`, `RECEIPTKIT_WEBHOOK_TIMEOUT` | how long a delivery is retried (default `72` hours), how long one attempt may take (default `10` s) |
+/// | `RECEIPTKIT_FORWARD_URLS` | where each verified notification is forwarded, comma-separated |
+/// | `RECEIPTKIT_CONSUMPTION_DEFAULT` | the consumption answer sent for consenting customers an hour before the deadline |
 public struct ServerConfiguration: Sendable {
     /// The address the server binds to.
     public var host: String

@@ -158,6 +158,13 @@ struct TestServer: Sendable {
         return try await client.execute(uri: path, method: .post, headers: headers, body: ByteBuffer(string: body))
     }
 
+    func put(_ path: String, _ body: String, token: String? = testToken) async throws -> TestResponse {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        return try await client.execute(uri: path, method: .put, headers: headers, body: ByteBuffer(string: body))
+    }
+
     func get(_ path: String, token: String? = testToken) async throws -> TestResponse {
         var headers = HTTPFields()
         if let token { headers[.authorization] = "Bearer \(token)" }
