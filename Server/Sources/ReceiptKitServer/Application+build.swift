@@ -74,9 +74,12 @@ public func buildApplication(
         throw ConfigurationError("RECEIPTKIT_CONSUMPTION_DEFAULT is set but the App Store Server API is not (RECEIPTKIT_APPSTORE_*)")
     }
     services.append(sweep)
-    services.append(DeliveryService(
-        outbox: store, sender: sender, policy: events.delivery, clock: clock, wake: wake, metrics: metrics, logger: logger,
-        owner: UUID().uuidString.lowercased(), migrated: deliveryMigrated))
+    // Nothing to send without a receiver (rows a former configuration wrote wait for one).
+    if events.webhookURL != nil || !events.forwardURLs.isEmpty || environment.apple != nil {
+        services.append(DeliveryService(
+            outbox: store, sender: sender, policy: events.delivery, clock: clock, wake: wake, metrics: metrics, logger: logger,
+            owner: UUID().uuidString.lowercased(), migrated: deliveryMigrated))
+    }
     if let url = events.webhookURL {
         logger.info("events are sent to the webhook", metadata: ["url": "\(url)"])
     }

@@ -17,12 +17,17 @@ public struct DeliveryPolicy: Sendable, Hashable {
     /// How often a server looks for rows another server wrote or whose wait ended (1 s); rows
     /// this server writes wake it at once.
     public var pollInterval: Duration
+    /// How long a delivered row is kept — listed with `state=delivered`, sent again on request —
+    /// before it is removed (a week).
+    public var keepDelivered: Duration
 
     /// Creates a policy; the defaults are production's.
     public init(
         firstRetry: Duration = .seconds(1), maximumWait: Duration = .seconds(600), jitter: Double = 0.2,
-        timeout: Duration = .seconds(10), concurrency: Int = 8, pollInterval: Duration = .seconds(1)
+        timeout: Duration = .seconds(10), concurrency: Int = 8, pollInterval: Duration = .seconds(1),
+        keepDelivered: Duration = .seconds(7 * 86_400)
     ) {
+        self.keepDelivered = keepDelivered
         self.firstRetry = firstRetry
         self.maximumWait = maximumWait
         self.jitter = jitter

@@ -14,7 +14,8 @@ import ServiceLifecycle
 /// holds a few of this service's tasks, never a request of the API's (which only writes rows).
 ///
 /// Woken when this server commits rows (``DeliveryWake``), and every poll interval for the rows
-/// other servers wrote and the waits that ended. On shutdown the attempts in flight are
+/// other servers wrote and the waits that ended. Delivered rows are kept a week
+/// (``DeliveryPolicy/keepDelivered``), then removed. On shutdown the attempts in flight are
 /// cancelled; a row whose outcome was not recorded is sent again once its lease expires.
 struct DeliveryService: Service {
     let outbox: any OutboxStore
@@ -62,7 +63,13 @@ struct DeliveryService: Service {
                 }
                 if ContinuousClock.now - lastBacklog >= interval {
                     lastBacklog = ContinuousClock.now
-                    await backlog.update(from: outbox, now: Timestamp(clock()).millisecondsSince1970, logger: logger)
+                    let now = Timestamp(clock()).millisecondsSince1970
+                    await backlog.update(from: outbox, now: now, logger: logger)
+                    do {
+                        try await outbox.pruneDelivered(before: now - DeliveryPolicy.milliseconds(policy.keepDelivered))
+                    } catch {
+                        logger.debug("cannot prune delivered outbox rows", metadata: ["error": "\(error)"])
+                    }
                 }
             }
             // Shutting down: the attempts in flight stop (a receiver that does not answer must not

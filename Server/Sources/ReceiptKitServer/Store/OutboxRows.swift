@@ -77,6 +77,18 @@ enum OutboxRows {
             """, columns: columnTypes)
     }
 
+    /// Whether any row is due: read before claiming, so that an idle outbox costs a read, not a
+    /// write, per poll. Values: now, now.
+    static let anyDue = StoreStatement(
+        "SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= ? AND lease_until <= ? LIMIT 1", columns: [.integer])
+
+    /// Removes up to 1000 delivered rows delivered before `?`.
+    static let pruneDelivered = StoreStatement(
+        """
+        DELETE FROM outbox WHERE id IN (
+            SELECT id FROM outbox WHERE state = 'delivered' AND delivered_at < ? ORDER BY id LIMIT 1000)
+        """)
+
     static let claimSQLite = claim(.sqlite)
     static let claimPostgres = claim(.postgres)
 
@@ -237,4 +249,6 @@ protocol OutboxStore: Sendable {
     func retryDelivery(_ id: Int64, now: Int64, giveUpAt: Int64) async throws -> Delivery?
     /// The pending rows per receiver.
     func outboxBacklog() async throws -> [OutboxBacklog]
+    /// Removes delivered rows delivered before `before` (at most 1000 a call).
+    func pruneDelivered(before: Int64) async throws
 }

@@ -392,7 +392,8 @@ extension PostgresStore: OutboxStore {
     func claimDeliveries(owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [Delivery] {
         let logger = self.logger
         return try await client.withConnection { connection in
-            OutboxRows.deliveries(try await connection.rows(
+            guard try await !connection.rows(OutboxRows.anyDue, [.integer(now), .integer(now)], logger: logger).isEmpty else { return [] }
+            return OutboxRows.deliveries(try await connection.rows(
                 OutboxRows.claimPostgres, [.text(owner), .integer(leaseUntil), .integer(now), .integer(now), .integer(Int64(limit))],
                 logger: logger))
         }
@@ -435,6 +436,13 @@ extension PostgresStore: OutboxStore {
         let logger = self.logger
         return try await client.withConnection { connection in
             OutboxRows.backlog(try await connection.rows(OutboxRows.pendingByTarget, [], logger: logger))
+        }
+    }
+
+    func pruneDelivered(before: Int64) async throws {
+        let logger = self.logger
+        try await client.withConnection { connection in
+            try await connection.execute(StoreWrite(OutboxRows.pruneDelivered, [.integer(before)]), logger: logger)
         }
     }
 }

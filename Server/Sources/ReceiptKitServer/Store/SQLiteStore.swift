@@ -332,7 +332,8 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
 
 extension SQLiteStore: OutboxStore {
     func claimDeliveries(owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [Delivery] {
-        try await pool.write { db in
+        guard try await pool.read({ db in try !db.rows(OutboxRows.anyDue, [.integer(now), .integer(now)]).isEmpty }) else { return [] }
+        return try await pool.write { db in
             OutboxRows.deliveries(try db.rows(
                 OutboxRows.claimSQLite, [.text(owner), .integer(leaseUntil), .integer(now), .integer(now), .integer(Int64(limit))]))
         }
@@ -364,6 +365,10 @@ extension SQLiteStore: OutboxStore {
 
     func outboxBacklog() async throws -> [OutboxBacklog] {
         try await pool.read { db in OutboxRows.backlog(try db.rows(OutboxRows.pendingByTarget, [])) }
+    }
+
+    func pruneDelivered(before: Int64) async throws {
+        try await pool.write { db in try db.execute(StoreWrite(OutboxRows.pruneDelivered, [.integer(before)])) }
     }
 }
 

@@ -24,9 +24,10 @@ struct WebhookDeliveryTests {
             configuration.events.webhookURL = url
             configuration.events.webhookSecret = secret
             configuration.events.retryWindow = retryWindow
+            // The story's clock moves months: delivered rows are kept for the test's checks.
             configuration.events.delivery = DeliveryPolicy(
                 firstRetry: .milliseconds(50), maximumWait: .milliseconds(400), timeout: timeout, concurrency: concurrency,
-                pollInterval: .milliseconds(50))
+                pollInterval: .milliseconds(50), keepDelivered: .seconds(365 * 86_400))
         }
     }
 
@@ -152,6 +153,23 @@ struct WebhookDeliveryTests {
                 try await server.post("/v1/webhooks/deliveries/x/retry", "").expectError(.badRequest, "invalid_request")
                 try await server.get("/v1/webhooks/deliveries?state=lost").expectError(.badRequest, "invalid_request")
                 try await server.post("/v1/webhooks/deliveries/1/retry", "", token: nil).expectError(.unauthorized, "unauthorized")
+            }
+        }
+    }
+
+    @Test("a delivered row is kept for keepDelivered, then removed; the feed keeps the event", arguments: Backend.available)
+    func pruning(backend: Backend) async throws {
+        let receiver = try WebhookReceiver()
+        let configure = Self.sending(to: receiver)
+        try await receiver.run {
+            try await TestServer.run(backend, clock: { Date() }, configure: { configuration in
+                configure(&configuration)
+                configuration.events.delivery.keepDelivered = .milliseconds(200)
+            }) { server in
+                #expect(try await server.notify(try Self.changes(of: ["7951"])[0]).status == .ok)
+                try await waitUntil("the event is delivered") { receiver.accepted.count == 1 }
+                try await server.waitUntilDeliveries("the delivered row is removed", state: "delivered") { $0.isEmpty }
+                #expect(try await server.feed().events.count == 1)
             }
         }
     }
