@@ -160,6 +160,39 @@ struct FeedTests {
         }
     }
 
+    @Test("two servers sweeping one database write each time-caused event once", arguments: Backend.available)
+    func sweepingReplicas(backend: Backend) async throws {
+        let p = try Payloads()
+        let day: Int64 = 86_400_000
+        let count = 24
+        let bodies = try (0..<count).map { index in
+            let id = String(8300 + index)
+            return try p.notification(
+                type: "SUBSCRIBED", subtype: "INITIAL_BUY", signed: Self.t0,
+                transaction: p.transaction(id: id, original: id, purchase: Self.t0, expires: Self.t0 + 30 * day, signed: Self.t0),
+                renewalInfo: p.renewalInfo(original: id, signed: Self.t0, autoRenew: false, renewalDate: Self.t0 + 30 * day))
+        }
+        let clock = TestClock(milliseconds: Self.t0 + Self.hour)
+        let configure: @Sendable (inout ServerConfiguration) -> Void = { $0.events.sweepInterval = .milliseconds(10) }
+        try await backend.withDatabase { location, searchPath in
+            try await TestServer.serve(location: location, searchPath: searchPath, clock: clock.read, configure: configure) { first in
+                try await TestServer.serve(location: location, searchPath: searchPath, clock: clock.read, configure: configure) { second in
+                    for (index, body) in bodies.enumerated() {
+                        #expect(try await (index.isMultiple(of: 2) ? first : second).notify(body).status == .ok)
+                    }
+                    clock.set(milliseconds: Self.t0 + 31 * day)
+                    try await first.waitForFeed { $0.count >= 2 * count }
+                    try await Task.sleep(for: .milliseconds(200))  // more sweeps on both: nothing twice
+                    let events = try await second.feed().events
+                    let expired = events.filter { $0["type"] as? String == "subscription.expired" }
+                    #expect(events.count == 2 * count)
+                    #expect(Set(expired.compactMap { $0["original_transaction_id"] as? String }).count == count)
+                    #expect(expired.allSatisfy { $0["occurred_at"] as? String == Timestamp(millisecondsSince1970: Self.t0 + 30 * day).iso8601 })
+                }
+            }
+        }
+    }
+
     @Test("a consumer's cursor across a restart of the server: every event once", arguments: Backend.available)
     func cursorAcrossRestart(backend: Backend) async throws {
         let story = try Story()

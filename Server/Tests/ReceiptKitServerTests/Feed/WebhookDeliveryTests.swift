@@ -86,6 +86,15 @@ struct WebhookDeliveryTests {
             }
             let pending = try await server.deliveries(state: "pending")
             #expect(pending.count == events.count)
+            // The backlog's gauges: every event waits, the oldest for some time already.
+            let backlog = #"receiptkit_outbox_pending{destination="webhook"} \#(events.count)"#
+            var metrics = ""
+            for _ in 0..<500 where !metrics.contains(backlog) {
+                metrics = try await server.get("/metrics").text
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(metrics.contains(backlog), "\(metrics)")
+            #expect(metrics.contains(#"receiptkit_outbox_oldest_pending_seconds{destination="webhook"}"#))
             // Nothing answered: no status, the error says why (refused, or no answer in time).
             let tried = pending.filter { ($0["attempts"] as? Int ?? 0) >= 1 }
             #expect(tried.allSatisfy { $0["last_status"] is NSNull && ($0["last_error"] as? String)?.isEmpty == false }, "\(tried)")
@@ -114,7 +123,7 @@ struct WebhookDeliveryTests {
             try await server.waitUntilDeliveries("every delivery is recorded delivered", state: "delivered") { $0.count == events.count }
             #expect(try await server.deliveries(state: "pending").isEmpty)
             #expect(try await server.deliveries(state: "failed").isEmpty)
-            let metrics = try await server.get("/metrics").text
+            metrics = try await server.get("/metrics").text
             #expect(metrics.contains(#"receiptkit_deliveries_total{destination="webhook",outcome="retried"}"#))
             #expect(metrics.contains(#"receiptkit_deliveries_total{destination="webhook",outcome="delivered"} \#(events.count)"#))
             #expect(metrics.contains(#"receiptkit_feed_events_total{type="subscription.auto_renew_disabled"} 3"#))
