@@ -218,6 +218,9 @@ struct DeliverySender: Sendable {
     func send(_ delivery: Delivery, attempt: Int) async -> Result {
         switch delivery.kind {
         case .webhook:
+            // A row written while a webhook was configured, read by a server without its secret:
+            // never sent unsigned; it waits (and is retried) until the secret is back.
+            guard !secret.isEmpty else { return .failed(status: nil, error: "RECEIPTKIT_WEBHOOK_SECRET is not set") }
             var headers = HTTPHeaders()
             headers.add(name: "ReceiptKit-Event-Id", value: delivery.eventId.map { String($0) } ?? "")
             headers.add(name: "ReceiptKit-Delivery-Attempt", value: String(attempt))

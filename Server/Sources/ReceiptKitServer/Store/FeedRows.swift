@@ -158,9 +158,6 @@ enum FeedRows {
         let keys: [SubscriptionKey]
         let instant: Timestamp
         let cause: ChangeCause
-        /// Events the input carries besides state changes (a consumption request), written after
-        /// them.
-        let extra: [ChangeEvent]
         /// When the server wrote it.
         let recordedAt: Int64
         /// Where each event is sent (its outbox rows, in the same transaction).
@@ -182,14 +179,13 @@ enum FeedRows {
         }
 
         init(
-            keys: [SubscriptionKey], at instant: Timestamp, cause: ChangeCause, extra: [ChangeEvent] = [], recordedAt: Int64,
+            keys: [SubscriptionKey], at instant: Timestamp, cause: ChangeCause, recordedAt: Int64,
             targets: OutboxTargets, forward: (body: [UInt8], orderingKey: String)? = nil, consumption: ConsumptionNotice? = nil
         ) {
             self.consumption = consumption
             self.keys = keys
             self.instant = instant
             self.cause = cause
-            self.extra = extra
             self.recordedAt = recordedAt
             self.targets = targets
             self.forward = forward
@@ -210,7 +206,6 @@ enum FeedRows {
                 switch phase {
                 case .evaluating(let index, let running):
                     guard index < keys.count else {
-                        events += extra
                         phase = .customers(0)
                         continue
                     }
