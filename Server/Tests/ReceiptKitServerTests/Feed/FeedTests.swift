@@ -121,11 +121,12 @@ struct FeedTests {
             transaction: p.transaction(id: "8201", original: "8201", purchase: Self.t0, expires: Self.t0 + 30 * day, signed: Self.t0,
                                        token: "sweep-b"),
             renewalInfo: p.renewalInfo(original: "8201", signed: Self.t0, renewalDate: Self.t0 + 30 * day))
+        // The renewal failed the day before the period ends: the grace period starts when it ends.
         let grace = try p.notification(
-            type: "DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", signed: Self.t0 + 30 * day + Self.hour,
+            type: "DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", signed: Self.t0 + 29 * day,
             transaction: p.transaction(id: "8201", original: "8201", purchase: Self.t0, expires: Self.t0 + 30 * day, signed: Self.t0,
                                        token: "sweep-b"),
-            renewalInfo: p.renewalInfo(original: "8201", signed: Self.t0 + 30 * day + Self.hour, billingRetry: true,
+            renewalInfo: p.renewalInfo(original: "8201", signed: Self.t0 + 29 * day, billingRetry: true,
                                        gracePeriodExpires: Self.t0 + 36 * day, expirationIntent: 2))
         try await TestServer.run(backend, clock: clock.read, configure: { $0.events.sweepInterval = .milliseconds(50) }) { server in
             #expect(try await server.notify(trial).status == .ok)
@@ -140,20 +141,23 @@ struct FeedTests {
             #expect((expired["cause"] as? [String: Any])?["source"] as? String == "sweep")
             #expect((expired["cause"] as? [String: Any])?["notification_uuid"] is NSNull)
 
-            // A renewal fails into a grace period; then, with no notification, the grace period
-            // ends (billing retry) and Apple's 60 days of retries run out (expired): two events
-            // of one sweep, each at its instant.
-            clock.set(milliseconds: Self.t0 + 30 * day + 2 * Self.hour)
+            // A renewal fails the day before the period ends (still active: no event). Then, with
+            // no notification, the period ends into the grace period (a billing issue), the grace
+            // period ends (billing retry) and Apple's 60 days of retries run out (expired): three
+            // events of one sweep, each at its instant.
+            clock.set(milliseconds: Self.t0 + 29 * day + Self.hour)
             #expect(try await server.notify(grace).status == .ok)
+            #expect(try await server.feed().events.count == 3)
             clock.set(milliseconds: Self.t0 + 100 * day)
             try await server.waitForFeed { $0.count == 6 }
             let events = try await server.feed(customer: "sweep-b").events
             #expect(events.map { $0["type"] as? String }
                 == ["subscription.started", "subscription.billing_issue", "subscription.grace_period_expired", "subscription.expired"])
             #expect(events.map { $0["occurred_at"] as? String } == [
-                Self.t0 + Self.hour, Self.t0 + 30 * day + 2 * Self.hour, Self.t0 + 36 * day, Self.t0 + 90 * day,
+                Self.t0 + Self.hour, Self.t0 + 30 * day, Self.t0 + 36 * day, Self.t0 + 90 * day,
             ].map { Timestamp(millisecondsSince1970: $0).iso8601 })
-            #expect(events.map { ($0["cause"] as? [String: Any])?["source"] as? String } == ["webhook", "webhook", "sweep", "sweep"])
+            #expect(events.map { ($0["cause"] as? [String: Any])?["source"] as? String } == ["webhook", "sweep", "sweep", "sweep"])
+            #expect(events.map { $0["status"] as? String } == ["active", "grace_period", "billing_retry", "expired"])
             // Nothing more is due: later sweeps write nothing.
             try await Task.sleep(for: .milliseconds(300))
             #expect(try await server.feed().events.count == 6)
