@@ -54,8 +54,17 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // pthread locks the thread sanitizer follows (Support/Locked.swift).
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                // HMAC-SHA256 of the webhooks' signatures (Delivery/WebhookSignature.swift).
+                "CReceiptKitServerOpenSSL",
             ],
             swiftSettings: strictSettings
+        ),
+        // libcrypto for the server: the webhooks' HMAC, as every cryptographic operation of the
+        // project goes through OpenSSL.
+        .systemLibrary(
+            name: "CReceiptKitServerOpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
         ),
         // Reads the environment, migrates, serves until SIGTERM.
         .executableTarget(
@@ -83,6 +92,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                // The tests' shared state behind the same pthread lock as the server's (Locked).
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

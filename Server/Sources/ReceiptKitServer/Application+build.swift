@@ -25,14 +25,26 @@ public func buildApplication(
     configuration: ServerConfiguration, logger: Logger, postgresSearchPath: String? = nil,
     clock: @escaping @Sendable () -> Date = { Date() }
 ) throws -> some ApplicationProtocol {
-    let (store, client) = try makeStore(configuration.database, logger: logger, postgresSearchPath: postgresSearchPath)
+    let metrics = ServerMetrics()
+    let wake = DeliveryWake()
+    let feed = FeedSettings(targets: configuration.events.targets, observer: { commit in
+        for type in commit.eventTypes { metrics.feedEvent(type: type) }
+        if commit.outboxRows > 0 { wake.signal() }
+    })
+    let (store, client) = try makeStore(
+        configuration.database, logger: logger, postgresSearchPath: postgresSearchPath, feed: feed)
     var services: [any Service] = client.map { [$0] } ?? []
     let verifier = AppStoreVerifier(configuration.verifier)
     var environment = RouteEnvironment(
-        verifier: verifier, store: store, metrics: ServerMetrics(), clock: clock,
+        verifier: verifier, store: store, outbox: store, consumption: store, metrics: metrics, clock: clock,
         readinessTimeout: min(Duration.seconds(2), configuration.requestTimeout / 2))
-    // Finished once the store is migrated: the periodic reconcile waits for it.
+    // Each finished once the store is migrated: the periodic reconcile, the sweep and the
+    // delivery wait for it.
     let (migrated, migratedContinuation) = AsyncStream.makeStream(of: Void.self)
+    let (sweepMigrated, sweepMigratedContinuation) = AsyncStream.makeStream(of: Void.self)
+    let (deliveryMigrated, deliveryMigratedContinuation) = AsyncStream.makeStream(of: Void.self)
+    var sweep = SweepService(
+        store: store, interval: configuration.events.sweepInterval, clock: clock, logger: logger, migrated: sweepMigrated)
     var reconciler: Reconciler?
     if let settings = configuration.appStoreAPI {
         environment.apple = try makeAppleSync(
@@ -51,6 +63,27 @@ public func buildApplication(
             "reconciliation with Apple is off: set RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE to turn it on")
     }
 
+    let events = configuration.events
+    var sender = DeliverySender(secret: Array((events.webhookSecret ?? "").utf8), policy: events.delivery, clock: clock)
+    if let apple = environment.apple {
+        sender.consumption = { delivery in await apple.sendConsumption(delivery) }
+        if let answer = events.consumptionDefault {
+            sweep.consumptionDefault = (store, answer)
+        }
+    } else if events.consumptionDefault != nil {
+        throw ConfigurationError("RECEIPTKIT_CONSUMPTION_DEFAULT is set but the App Store Server API is not (RECEIPTKIT_APPSTORE_*)")
+    }
+    services.append(sweep)
+    // Nothing to send without a receiver (rows a former configuration wrote wait for one).
+    if events.webhookURL != nil || !events.forwardURLs.isEmpty || environment.apple != nil {
+        services.append(DeliveryService(
+            outbox: store, sender: sender, policy: events.delivery, clock: clock, wake: wake, metrics: metrics, logger: logger,
+            owner: UUID().uuidString.lowercased(), migrated: deliveryMigrated))
+    }
+    if let url = events.webhookURL {
+        logger.info("events are sent to the webhook", metadata: ["url": "\(url)"])
+    }
+
     let router = Router(context: ServerRequestContext.self)
     router.add(middleware: RequestLogMiddleware(metrics: environment.metrics, timeout: configuration.requestTimeout))
     HealthController(environment: environment).add(to: router)
@@ -62,6 +95,9 @@ public func buildApplication(
     EntitlementController(environment: environment).add(to: v1)
     ReconcileController(environment: environment, reconciler: reconciler).add(to: v1)
     OfferController(environment: environment).add(to: v1)
+    FeedController(environment: environment).add(to: v1)
+    DeliveryController(environment: environment, retryWindow: events.retryWindow).add(to: v1)
+    ConsumptionController(environment: environment).add(to: v1)
 
     var app = Application(
         router: router,
@@ -72,6 +108,8 @@ public func buildApplication(
     app.beforeServerStarts {
         try await store.migrate()
         migratedContinuation.finish()
+        sweepMigratedContinuation.finish()
+        deliveryMigratedContinuation.finish()
     }
     return app
 }
@@ -79,13 +117,13 @@ public func buildApplication(
 /// The store a configuration names, and for PostgreSQL its client, which must run (as a
 /// service) for as long as the store is used.
 func makeStore(
-    _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String?
-) throws -> (store: any EntitlementStore, client: PostgresClient?) {
+    _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String?, feed: FeedSettings = FeedSettings()
+) throws -> (store: any EntitlementStore & OutboxStore & ConsumptionStore, client: PostgresClient?) {
     switch database {
     case .sqlite(let path):
-        return (try SQLiteStore(path: path), nil)
+        return (try SQLiteStore(path: path, feed: feed), nil)
     case .postgres(let location):
-        let postgres = PostgresStore(location: location, searchPath: postgresSearchPath, logger: logger)
+        let postgres = PostgresStore(location: location, searchPath: postgresSearchPath, logger: logger, feed: feed)
         return (postgres, postgres.client)
     }
 }

@@ -534,7 +534,17 @@ public final class FakeAppStoreServerAPI: Sendable {
             }
             return Self.json(["signedPayload": payload, "sendAttempts": [["attemptDate": signedDate, "sendAttemptResult": "SUCCESS"]]])
         }
-        if let captured = match("PUT", ["inApps", "v2", "transactions", "consumption", nil]) ?? match("PUT", ["inApps", "v1", "transactions", "consumption", nil]) {
+        if let captured = match("PUT", ["inApps", "v2", "transactions", "consumption", nil]) {
+            let id = captured[0]
+            if let refusal = known(id) { return refusal }
+            if let refusal = Self.checkConsumptionV2(requestBody, isAutoRenewable: state.transactions.first {
+                $0.transactionId == id
+            }?.type == "Auto-Renewable Subscription") {
+                return refusal
+            }
+            return Response(status: .accepted)
+        }
+        if let captured = match("PUT", ["inApps", "v1", "transactions", "consumption", nil]) {
             let id = captured[0]
             if let refusal = known(id) { return refusal }
             guard requestBody?["customerConsented"] as? Bool == true else {
@@ -582,6 +592,29 @@ public final class FakeAppStoreServerAPI: Sendable {
             ])
         }
         return Self.json(["errorCode": 4_040_000, "errorMessage": "Not found: \(method) /\(path.joined(separator: "/"))"], status: 404)
+    }
+
+    /// Apple's checks of a Send Consumption Information v2 body (`ConsumptionRequest`): consent
+    /// true, a known `deliveryStatus`, `sampleContentProvided` given, a known `refundPreference`,
+    /// and a `consumptionPercentage` of 0 to 100000, 0 unless delivered, absent for an
+    /// auto-renewable subscription. The answer to a bad one, or `nil`.
+    static func checkConsumptionV2(_ body: [String: Any]?, isAutoRenewable: Bool) -> Response? {
+        func refuse(_ code: Int64, _ message: String) -> Response { json(["errorCode": code, "errorMessage": message], status: 400) }
+        guard let body, body["customerConsented"] as? Bool == true else { return refuse(4_000_035, "Invalid customer consented.") }
+        let statuses = ["DELIVERED", "UNDELIVERED_QUALITY_ISSUE", "UNDELIVERED_WRONG_ITEM", "UNDELIVERED_SERVER_OUTAGE", "UNDELIVERED_OTHER"]
+        guard let delivery = body["deliveryStatus"] as? String, statuses.contains(delivery) else {
+            return refuse(4_000_036, "Invalid delivery status.")
+        }
+        guard body["sampleContentProvided"] is Bool else { return refuse(4_000_041, "Invalid sample content provided.") }
+        if let preference = body["refundPreference"], !["DECLINE", "GRANT_FULL", "GRANT_PRORATED"].contains(preference as? String ?? "") {
+            return refuse(4_000_000, "Invalid refund preference.")
+        }
+        if let percentage = body["consumptionPercentage"] {
+            guard let value = (percentage as? NSNumber)?.int64Value, (0...100_000).contains(value), !isAutoRenewable,
+                  delivery == "DELIVERED" || value == 0
+            else { return refuse(4_000_000, "Invalid consumption percentage.") }
+        }
+        return nil
     }
 
     /// A page of `items` from the offset its token names; tokens are `r<offset>`. `next` is the

@@ -18,6 +18,8 @@ struct OpenAPITests {
         let token: Bool
     }
 
+    static let consumptionAnswer = #"{"customer_consented":true,"delivery_status":"DELIVERED","sample_content_provided":false}"#
+
     @Test("every documented operation answers with a documented status and the documented members", arguments: Backend.available)
     func conformance(backend: Backend) async throws {
         let document = try OpenAPIDocument()
@@ -44,6 +46,18 @@ struct OpenAPITests {
             Sample(method: "get", path: "/healthz", uri: "/healthz", body: nil, token: false),
             Sample(method: "get", path: "/readyz", uri: "/readyz", body: nil, token: false),
             Sample(method: "get", path: "/metrics", uri: "/metrics", body: nil, token: false),
+            Sample(method: "get", path: "/v1/events", uri: "/v1/events?after=0&limit=10", body: nil, token: true),
+            Sample(method: "get", path: "/v1/events", uri: "/v1/events?limit=0", body: nil, token: true),
+            Sample(method: "get", path: "/v1/events", uri: "/v1/events", body: nil, token: false),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/events", uri: "/v1/customers/o/events", body: nil, token: true),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/events", uri: "/v1/customers/o/events?after=x", body: nil, token: true),
+            Sample(method: "get", path: "/v1/webhooks/deliveries", uri: "/v1/webhooks/deliveries?state=failed", body: nil, token: true),
+            Sample(method: "get", path: "/v1/webhooks/deliveries", uri: "/v1/webhooks/deliveries?state=x", body: nil, token: true),
+            Sample(method: "post", path: "/v1/webhooks/deliveries/{id}/retry", uri: "/v1/webhooks/deliveries/1/retry", body: "", token: true),
+            Sample(method: "post", path: "/v1/webhooks/deliveries/{id}/retry", uri: "/v1/webhooks/deliveries/x/retry", body: "", token: true),
+            Sample(method: "put", path: "/v1/customers/{customer_id}/consumption-consent", uri: "/v1/customers/o/consumption-consent", body: #"{"consented":true}"#, token: true),
+            Sample(method: "put", path: "/v1/customers/{customer_id}/consumption-consent", uri: "/v1/customers/o/consumption-consent", body: "{}", token: true),
+            Sample(method: "put", path: "/v1/transactions/{transaction_id}/consumption", uri: "/v1/transactions/6001/consumption", body: Self.consumptionAnswer, token: true),
         ]
         // The routes that ask Apple, answered by a server reaching the fake App Store Server API
         // (and, with no key configured, 501).
@@ -61,6 +75,9 @@ struct OpenAPITests {
             Sample(method: "post", path: "/v1/offers/signature", uri: "/v1/offers/signature", body: #"{"type":"promotional_offer","product_id":"p","offer_id":"o"}"#, token: true),
             Sample(method: "post", path: "/v1/offers/signature", uri: "/v1/offers/signature", body: #"{"type":"intro_eligibility","product_id":"p","transaction_id":"8000000100"}"#, token: true),
             Sample(method: "post", path: "/v1/offers/signature", uri: "/v1/offers/signature", body: #"{"type":"intro_eligibility"}"#, token: true),
+            Sample(method: "put", path: "/v1/transactions/{transaction_id}/consumption", uri: "/v1/transactions/8000000100/consumption", body: Self.consumptionAnswer, token: true),
+            Sample(method: "put", path: "/v1/transactions/{transaction_id}/consumption", uri: "/v1/transactions/8000000100/consumption", body: "{}", token: true),
+            Sample(method: "put", path: "/v1/transactions/{transaction_id}/consumption", uri: "/v1/transactions/8000000100/consumption", body: Self.consumptionAnswer, token: false),
         ]
         // Every documented operation has a sample.
         for (path, item) in document.paths {
@@ -69,9 +86,13 @@ struct OpenAPITests {
             }
         }
         @Sendable func answer(_ sample: Sample, _ server: TestServer) async throws {
-            let response = sample.method == "get"
-                ? try await server.get(sample.uri, token: sample.token ? testToken : nil)
-                : try await server.post(sample.uri, sample.body ?? "", token: sample.token ? testToken : nil)
+            let token = sample.token ? testToken : nil
+            let response: TestResponse
+            switch sample.method {
+            case "get": response = try await server.get(sample.uri, token: token)
+            case "put": response = try await server.put(sample.uri, sample.body ?? "", token: token)
+            default: response = try await server.post(sample.uri, sample.body ?? "", token: token)
+            }
             try document.expect(response, answers: sample.method, sample.path, uri: sample.uri)
         }
         try await TestServer.run(backend) { server in

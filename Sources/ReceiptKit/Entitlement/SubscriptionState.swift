@@ -76,6 +76,13 @@ public struct SubscriptionState: Sendable, Hashable {
     public let lastSignedDate: Timestamp?
     /// The evaluation instant.
     public let asOf: Timestamp
+    /// The first instant after ``asOf`` at which the same records may give another ``status`` by
+    /// time alone: the end of the period paid for, of the grace period or of Apple's billing retry
+    /// window, or a revocation dated after ``asOf``. `nil` when only a new record can change it
+    /// (expired, revoked, a one-time purchase). No status change happens before it; at it, the
+    /// status may stay the same (a grace period ending while the period is paid, say). A service
+    /// that tells backends what changed evaluates the key again then. Not part of the state line.
+    public let statusMayChangeAt: Timestamp?
 
     /// How long Apple retries a failed renewal: 60 days.
     public static let billingRetryWindowMilliseconds: Int64 = 60 * 86_400_000
@@ -142,6 +149,16 @@ public struct SubscriptionState: Sendable, Hashable {
         appAccountToken = current.traits.appAccountToken ?? renewalInfo?.traits.appAccountToken
         self.lastSignedDate = lastSignedDate == knownSinceAlways ? nil : lastSignedDate
         asOf = instant
+        var boundaries: [Timestamp] = []
+        if !upgradedOnly, !laterPeriodKnown, let revoked = current.revocationDate { boundaries.append(revoked) }
+        if isAutoRenewable, let periodEnd {
+            boundaries.append(periodEnd)
+            if let grace = fresh?.gracePeriodExpiresDate { boundaries.append(grace) }
+            if fresh?.isInBillingRetryPeriod == true {
+                boundaries.append(Timestamp(millisecondsSince1970: periodEnd.millisecondsSince1970 &+ Self.billingRetryWindowMilliseconds))
+            }
+        }
+        statusMayChangeAt = boundaries.filter { $0 > instant }.min()
     }
 
     /// The order that picks the current transaction: `purchaseDate`, then `expiresDate`, then

@@ -88,6 +88,41 @@ struct EntitlementRuleTests {
         #expect(after.status == .billingRetry)
     }
 
+    @Test("statusMayChangeAt: the period's end, then the grace period's end, then the retry window's end; none once expired")
+    func statusMayChangeAt() throws {
+        let records = try trialPurchase() + [
+            try history.renewalInfoJWS(original: "1001", signed: 7.1, billingRetry: true, gracePeriodEnds: 13, renewal: 7),
+        ]
+        // Each boundary is where the status changes: just before it, the status it names stays.
+        let steps: [(at: Double, status: SubscriptionStatus, boundary: Double?)] = [
+            (1, .active, 7), (7.05, .expired, nil), (8, .gracePeriod, 13), (14, .billingRetry, 67), (67, .expired, nil),
+        ]
+        for step in steps {
+            let state = try #require(try history.state(records, at: step.at))
+            #expect(state.status == step.status, "at day \(step.at)")
+            #expect(state.statusMayChangeAt == step.boundary.map(PurchaseHistory.day), "at day \(step.at)")
+            if let boundary = step.boundary {
+                let before = try #require(try history.state(records, at: boundary - 0.0001))
+                let at = try #require(try history.state(records, at: boundary))
+                #expect(before.status == step.status)
+                #expect(at.status != step.status, "the status changes at day \(boundary)")
+            }
+        }
+        // A one-time purchase changes only with a new record; a revocation dated later is a boundary.
+        let bought = try history.transactionJWS(id: "2001", original: "2001", product: "com.receiptkit.example.item",
+                                                type: "Non-Consumable", purchased: 0, expires: nil, signed: 0)
+        #expect(try history.state([bought], at: 1)?.statusMayChangeAt == nil)
+        let refundedLater = try history.notificationJWS(
+            type: "REFUND", signed: 2,
+            transaction: try history.transactionJWS(id: "2001", original: "2001", product: "com.receiptkit.example.item",
+                                                    type: "Non-Consumable", purchased: 0, expires: nil, signed: 2, revoked: 3,
+                                                    revocationReason: 0))
+        let pending = try #require(try history.state([bought, refundedLater], at: 2.5))
+        #expect(pending.status == .active)
+        #expect(pending.statusMayChangeAt == PurchaseHistory.day(3))
+        #expect(try history.state([bought, refundedLater], at: 3)?.status == .revoked)
+    }
+
     @Test("recovery: a renewal after billing retry makes it active again")
     func recovery() throws {
         let records = try trialPurchase() + [

@@ -21,6 +21,11 @@ public import ReceiptKit
 /// | `RECEIPTKIT_APPSTORE_KEY_ID`, `RECEIPTKIT_APPSTORE_ISSUER_ID`, `RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE` | the In-App Purchase key that reconciles with Apple (all three or none: without them reconciliation is off) |
 /// | `RECEIPTKIT_APPSTORE_API_URL` | the App Store Server API's base URL, default Apple's for `RECEIPTKIT_ENVIRONMENT` |
 /// | `RECEIPTKIT_RECONCILE_INTERVAL` | seconds between two looks at Get Notification History, default `900`; `0`: only `POST /v1/reconcile` |
+/// | `RECEIPTKIT_SWEEP_INTERVAL` | seconds between two looks for changes time alone made (an expiry with no notification), default `60` |
+/// | `RECEIPTKIT_WEBHOOK_URL`, `RECEIPTKIT_WEBHOOK_SECRET` | where each event is POSTed, and the key of its signature (both or neither) |
+/// | `RECEIPTKIT_WEBHOOK_RETRY_HOURS`, `RECEIPTKIT_WEBHOOK_TIMEOUT` | how long a delivery is retried (default `72` hours), how long one attempt may take (default `10` s) |
+/// | `RECEIPTKIT_FORWARD_URLS` | where each verified notification is forwarded, comma-separated |
+/// | `RECEIPTKIT_CONSUMPTION_DEFAULT` | the consumption answer sent for consenting customers an hour before the deadline |
 public struct ServerConfiguration: Sendable {
     /// The address the server binds to.
     public var host: String
@@ -37,6 +42,8 @@ public struct ServerConfiguration: Sendable {
     public var requestTimeout: Duration
     /// How the server reaches the App Store Server API, or `nil`: reconciliation is off.
     public var appStoreAPI: AppStoreAPISettings?
+    /// How the server tells backends what changed (the feed, webhooks).
+    public var events: EventSettings
 
     /// Creates a configuration.
     ///
@@ -50,8 +57,9 @@ public struct ServerConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1", port: Int = 8080, verifier: AppStoreVerifier.Configuration,
         database: DatabaseLocation, apiToken: String?, requestTimeout: Duration = .seconds(30),
-        appStoreAPI: AppStoreAPISettings? = nil
+        appStoreAPI: AppStoreAPISettings? = nil, events: EventSettings = EventSettings()
     ) {
+        self.events = events
         self.host = host
         self.port = port
         self.verifier = verifier
@@ -103,10 +111,11 @@ public struct ServerConfiguration: Sendable {
                 "RECEIPTKIT_API_TOKEN is required when HOST (\(host)) is not a loopback address: /v1/* and /verifyReceipt would be open to anyone")
         }
         let appStoreAPI = try AppStoreAPISettings.read(variables, environment: appStoreEnvironment)
+        let events = try EventSettings.read(variables)
         self.init(
             host: host, port: port,
             verifier: .init(anchors: anchors, bundleId: bundleId, appAppleId: appAppleId, environment: appStoreEnvironment),
-            database: database, apiToken: apiToken, requestTimeout: requestTimeout, appStoreAPI: appStoreAPI)
+            database: database, apiToken: apiToken, requestTimeout: requestTimeout, appStoreAPI: appStoreAPI, events: events)
     }
 
     /// Apple's pinned roots, or the roots and pins configured instead of them.

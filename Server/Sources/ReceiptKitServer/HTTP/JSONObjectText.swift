@@ -44,6 +44,23 @@ struct JSONObjectText {
         body += String(value)
     }
 
+    /// An integer member, or `null`.
+    mutating func member(_ name: String, _ value: Int64?) {
+        writeName(name)
+        body += value.map { String($0) } ?? "null"
+    }
+
+    /// A member whose value is an array of strings.
+    mutating func member(_ name: String, strings: [String]) {
+        writeName(name)
+        body += "["
+        for (index, string) in strings.enumerated() {
+            if index > 0 { body += "," }
+            Self.escape(string, into: &body)
+        }
+        body += "]"
+    }
+
     /// A member whose value is JSON text ReceiptKit rendered (an object or an array).
     mutating func member(_ name: String, json value: String) {
         writeName(name)

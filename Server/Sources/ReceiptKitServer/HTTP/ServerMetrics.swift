@@ -21,6 +21,12 @@ import Synchronization
 /// - `receiptkit_reconcile_recovered_total`: notifications reconciliation stored that the
 ///   webhook had not
 /// - `receiptkit_reconcile_lag_seconds`: how far the reconcile cursor is behind now
+/// - `receiptkit_feed_events_total{type}`: events written to the feed, by type
+/// - `receiptkit_deliveries_total{destination, outcome}`: outbox attempts by destination
+///   (`webhook`, `forward:HOST[:PORT]`, `apple`) and outcome (`delivered`, `retried`,
+///   `dead_lettered`)
+/// - `receiptkit_outbox_pending{destination}`: rows waiting to be delivered
+/// - `receiptkit_outbox_oldest_pending_seconds{destination}`: the age of the oldest of them
 final class ServerMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
@@ -74,6 +80,20 @@ final class ServerMetrics: Sendable {
 
     func reconcileLag(seconds: Double) {
         Gauge(label: "receiptkit_reconcile_lag_seconds", dimensions: [], factory: factory).record(seconds)
+    }
+
+    func feedEvent(type: String) {
+        counter("receiptkit_feed_events_total", [("type", type)]).increment()
+    }
+
+    func delivery(destination: String, outcome: String) {
+        counter("receiptkit_deliveries_total", [("destination", destination), ("outcome", outcome)]).increment()
+    }
+
+    func outbox(destination: String, pending: Int, oldestPendingSeconds: Double) {
+        Gauge(label: "receiptkit_outbox_pending", dimensions: [("destination", destination)], factory: factory).record(pending)
+        Gauge(label: "receiptkit_outbox_oldest_pending_seconds", dimensions: [("destination", destination)], factory: factory)
+            .record(oldestPendingSeconds)
     }
 
     private func counter(_ label: String, _ dimensions: [(String, String)]) -> Metrics.Counter {

@@ -141,7 +141,8 @@ struct AppleSync: Sendable {
         }
         records += fetched.renewalInfos.map { (VerificationRecord($0.verified), Array($0.jws.utf8), nil) }
         for (record, raw, transactionId) in records {
-            var event = try Events.event(for: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt)
+            var event = try Events.event(
+                for: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt, source: .reconcile)
             // Apple signs every answer anew: a copy that only repeats the stored one is not a new event.
             event.skipsRepeats = true
             if try await write(event) { stored.new += 1 } else { stored.replays += 1 }
@@ -149,6 +150,30 @@ struct AppleSync: Sendable {
             if let transactionId { stored.records[transactionId] = event.record }
         }
         return stored
+    }
+
+    /// Sends a consumption answer from the outbox (``DeliverySender``): accepted when Apple took
+    /// it; tried again when Apple is unavailable or refused the key (a configuration that can be
+    /// fixed); refused (dead-lettered) when Apple refused the answer itself.
+    func sendConsumption(_ delivery: Delivery) async -> DeliverySender.Result {
+        guard let request = ConsumptionAnswer.apple(delivery.body) else {
+            return .refused(status: nil, error: "the stored answer is not a consumption request")
+        }
+        do {
+            try await client.sendConsumptionInformation(delivery.target, request)
+            metrics.appStoreCall(endpoint: "consumption", status: 202, result: "ok")
+            return .accepted(status: 202)
+        } catch let error as AppStoreServerAPIError {
+            metrics.appStoreCall(endpoint: "consumption", status: error.httpStatus, result: error.code.rawValue)
+            switch error.code {
+            case .rateLimited, .serverError, .connectionFailed, .timeout, .unauthorized:
+                return .failed(status: error.httpStatus, error: error.description)
+            default:
+                return .refused(status: error.httpStatus, error: error.description)
+            }
+        } catch {
+            return .failed(status: nil, error: "\(error)")
+        }
     }
 
     /// The answer of a route that needs Apple when no In-App Purchase key is configured.

@@ -55,7 +55,9 @@ public enum BulkSync {
             throw ConfigurationError("sync --from: cannot read \(file) as UTF-8 text")
         }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        let (store, client) = try makeStore(configuration.database, logger: logger, postgresSearchPath: nil)
+        // The events the backfill causes are sent by the servers (whose delivery polls the outbox).
+        let (store, client) = try makeStore(
+            configuration.database, logger: logger, postgresSearchPath: nil, feed: FeedSettings(targets: configuration.events.targets))
         guard let client else {
             return try await run(lines: lines, file: file, store: store, configuration: configuration, logger: logger, progress: progress, clock: clock)
         }

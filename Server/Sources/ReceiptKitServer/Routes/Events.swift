@@ -14,8 +14,10 @@ enum Events {
     ///   - customerId: The customer the request names, if any; each transaction's
     ///     `appAccountToken` is linked too.
     ///   - receivedAt: The server's clock at the request.
+    ///   - source: Where the input came from, for the feed's events it causes.
     static func event(
-        for record: VerificationRecord, raw: [UInt8], bundleId: String, customerId: String?, receivedAt: Timestamp
+        for record: VerificationRecord, raw: [UInt8], bundleId: String, customerId: String?, receivedAt: Timestamp,
+        source: ChangeCause.Source
     ) throws(APIError) -> NewEvent {
         let keys = self.keys(of: record, bundleId: bundleId)
         var links: [CustomerLink] = []
@@ -35,7 +37,18 @@ enum Events {
             dedupKey: dedupKey, kind: record.kind.rawValue, raw: raw,
             headerSegments: RawCompaction.headerSegments(in: raw, nested: nested.compactMap { $0 }), record: record.json(),
             receivedAt: receivedAt.millisecondsSince1970,
-            keys: keys, copies: EntitlementLedger.copies(of: record), links: links)
+            keys: keys, copies: EntitlementLedger.copies(of: record), links: links, cause: cause(of: record, source: source),
+            consumption: ConsumptionNotice.of(record, bundleId: bundleId, receivedAt: receivedAt))
+    }
+
+    /// The cause the feed names for a record: a notification by its UUID, type and subtype, with
+    /// the transaction it carries; a transaction by its id.
+    static func cause(of record: VerificationRecord, source: ChangeCause.Source) -> ChangeCause {
+        let notification = record.notification
+        let transactionId = record.kind == .receipt ? nil : record.transactions.first?.transactionId
+        return ChangeCause(
+            source: source, notificationUUID: notification?.notificationUUID, notificationType: notification?.rawNotificationType,
+            notificationSubtype: notification?.rawSubtype, transactionId: transactionId)
     }
 
     /// What makes a replay a replay.

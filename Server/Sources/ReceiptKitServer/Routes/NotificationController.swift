@@ -38,7 +38,7 @@ struct NotificationController {
         let type = record.notification?.rawNotificationType ?? "-"
         context.notes.update { $0.notificationType = type }
         let event = try Events.event(
-            for: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: environment.now)
+            for: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: environment.now, source: .webhook)
         let isNew = try await environment.store(event, context: context)
         environment.metrics.notification(type: type)
         var json = JSONObjectText()

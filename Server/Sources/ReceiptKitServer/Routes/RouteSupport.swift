@@ -7,6 +7,10 @@ import ReceiptKit
 struct RouteEnvironment: Sendable {
     let verifier: AppStoreVerifier
     let store: any EntitlementStore
+    /// The same store's outbox.
+    let outbox: any OutboxStore
+    /// The same store's consumption requests.
+    let consumption: any ConsumptionStore
     let metrics: ServerMetrics
     let clock: @Sendable () -> Date
     /// How long `/readyz` waits for the database to accept a write before answering 503.

@@ -54,7 +54,7 @@ struct TransactionController {
                 "customer_id is required: the purchase carries no appAccountToken to link it to")
         }
         let event = try Events.event(
-            for: record, raw: body, bundleId: environment.bundleId, customerId: customer, receivedAt: environment.now)
+            for: record, raw: body, bundleId: environment.bundleId, customerId: customer, receivedAt: environment.now, source: .app)
         let isNew = try await environment.store(event, context: context)
         let entitlements = try await environment.entitlementsJSON(customerId: customer, at: environment.now)
         var json = entitlements

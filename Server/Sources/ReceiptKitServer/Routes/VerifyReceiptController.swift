@@ -57,7 +57,7 @@ struct VerifyReceiptController {
         environment.metrics.verification(result: "verified")
         context.notes.update { $0.verdict = "verified" }
         let event = try Events.event(
-            for: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: now)
+            for: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: now, source: .app)
         _ = try await environment.store(event, context: context)
 
         let keys = Events.keys(of: record, bundleId: environment.bundleId)

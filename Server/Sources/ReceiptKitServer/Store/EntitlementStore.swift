@@ -41,8 +41,56 @@ public protocol EntitlementStore: ReconcileStore {
     /// The raw bytes of the event with this dedup key, exactly as received (to pass on what Apple
     /// sent, byte for byte), or `nil` when no such event is stored.
     func raw(dedupKey: String) async throws -> [UInt8]?
+    /// The feed's events with an id greater than `after`, oldest first, at most `limit`.
+    func changeEvents(after: Int64, limit: Int) async throws -> [FeedEvent]
+    /// The events of the keys linked to a customer with an id greater than `after`, oldest first,
+    /// at most `limit`.
+    func changeEvents(customerId: String, after: Int64, limit: Int) async throws -> [FeedEvent]
+    /// Writes the events time alone caused: each key whose `next_change_at` has passed by `now`
+    /// (at most `limit` of them, soonest first) is evaluated at each instant its state may have
+    /// changed, up to `now`, in a transaction of its own. A key another server's sweep or an
+    /// input holds is skipped (PostgreSQL): that one derives it.
+    ///
+    /// - Returns: How many keys were due, and how many events were written.
+    func sweep(now: Timestamp, limit: Int) async throws -> SweepReport
     /// Closes the database (SQLite) or does nothing (PostgreSQL, whose client is a service).
     func close() async throws
+}
+
+/// What one ``EntitlementStore/sweep(now:limit:)`` did.
+public struct SweepReport: Sendable, Hashable {
+    /// Keys whose `next_change_at` had passed.
+    public var due = 0
+    /// Of those, the keys this sweep derived (not taken by another server, not moved on since).
+    public var swept = 0
+    /// Events written.
+    public var events = 0
+
+    /// Creates a report.
+    public init(due: Int = 0, swept: Int = 0, events: Int = 0) {
+        self.due = due
+        self.swept = swept
+        self.events = events
+    }
+}
+
+/// What the store does besides storing: tell the server what each commit wrote to the feed.
+public struct FeedSettings: Sendable {
+    /// Where events and notifications are sent: their outbox rows are written with them.
+    public var targets: OutboxTargets
+    /// Called after each commit that wrote events or outbox rows (metrics, and the delivery
+    /// worker's wake-up); never before the commit.
+    public var observer: (@Sendable (FeedCommit) -> Void)?
+
+    /// Creates settings.
+    public init(targets: OutboxTargets = OutboxTargets(), observer: (@Sendable (FeedCommit) -> Void)? = nil) {
+        self.targets = targets
+        self.observer = observer
+    }
+
+    func tell(_ commit: FeedCommit) {
+        if !commit.isEmpty { observer?(commit) }
+    }
 }
 
 /// What the tests read of a store besides what the routes need.
@@ -80,12 +128,19 @@ public struct NewEvent: Sendable {
     /// answers the App Store Server API with, which it signs anew for every answer; a
     /// notification is always stored.
     public var skipsRepeats = false
+    /// Where the input came from and what it was, for the events it causes.
+    public var cause: ChangeCause
+    /// The consumption request the input is, if it is one.
+    public var consumption: ConsumptionNotice?
 
     /// Creates an event.
     public init(
         dedupKey: String, kind: String, raw: [UInt8], headerSegments: [[UInt8]] = [], record: String, receivedAt: Int64,
-        keys: [SubscriptionKey], copies: [LedgerCopy], links: [CustomerLink]
+        keys: [SubscriptionKey], copies: [LedgerCopy], links: [CustomerLink], cause: ChangeCause = ChangeCause(source: .app),
+        consumption: ConsumptionNotice? = nil
     ) {
+        self.cause = cause
+        self.consumption = consumption
         self.dedupKey = dedupKey
         self.kind = kind
         self.raw = raw

@@ -331,15 +331,16 @@ enum LedgerRows {
 
     // MARK: Reading a key
 
-    /// The key's row: the copy signed last (its date and transaction id), and the renewal info
-    /// signed last.
+    /// The key's row: the copy signed last (its date and transaction id), the renewal info
+    /// signed last, and the state the feed derived last (``FeedRows/derivedColumns``).
     static let head = StoreStatement(
         """
         SELECT s.last_known_from, s.last_known_transaction_id,
             (SELECT MAX(r.known_from) FROM renewal_info_copies r
-             WHERE r.original_transaction_id = s.original_transaction_id AND r.environment = s.environment)
+             WHERE r.original_transaction_id = s.original_transaction_id AND r.environment = s.environment),
+            \(FeedRows.derivedColumns.map { "s." + $0 }.joined(separator: ", "))
         FROM subscriptions s WHERE s.original_transaction_id = ? AND s.bundle_id = ? AND s.environment = ?
-        """, columns: [.integer, .text, .integer])
+        """, columns: [.integer, .text, .integer] + FeedRows.derivedColumnTypes)
 
     /// The latest copies of the key's transactions, those not upgraded first, each group by
     /// `purchaseDate` then `expiresDate`, latest first (rule 2's order, its last tie-break left to
@@ -394,7 +395,8 @@ enum LedgerRows {
         let instant: Timestamp
         private var phase = Phase.start
         private var copies: [LedgerCopy] = []
-        private var head = Head()
+        /// The key's row, once read: what the feed compares the evaluated state with.
+        private(set) var head = Head()
 
         private enum Phase {
             case start, head, candidates, lastTransaction, lastRenewalInfo, allTransactions, allRenewalInfos
@@ -414,6 +416,7 @@ enum LedgerRows {
                 guard let row = rows.first else { return .done(nil) }
                 if let knownFrom = row[0].integer, let id = row[1].text { head.lastTransaction = (knownFrom, id) }
                 head.lastRenewalInfo = row[2].integer
+                head.derived = FeedRows.derived(row[3...])
                 guard let last = head.lastKnownFrom, last <= instant.millisecondsSince1970 else { return allCopies() }
                 phase = .candidates
                 return .fetch(LedgerRows.candidates, keyValues(key))
@@ -468,6 +471,8 @@ enum LedgerRows {
         var lastTransaction: (knownFrom: Int64, transactionId: String)?
         /// The signed date of the key's renewal info signed last.
         var lastRenewalInfo: Int64?
+        /// What the feed derived last for the key, and when to look again.
+        var derived = FeedRows.Derived()
 
         /// When the last copy of the key was signed.
         var lastKnownFrom: Int64? {

@@ -17,6 +17,8 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
     private let logger: Logger
     /// The JWS headers committed so far, with their ids.
     private let headers = HeaderDirectory()
+    /// Who is told what each commit wrote to the feed.
+    private let feed: FeedSettings
 
     /// An arbitrary constant: the advisory lock that serializes migrations across servers.
     private static let migrationLock: Int64 = 0x5245_4345_4950_544B  // "RECEIPTK"
@@ -31,7 +33,8 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
     ///   - location: The server and database.
     ///   - searchPath: A schema to use instead of the role's default (`search_path`), if any.
     ///   - logger: Where the client logs.
-    public init(location: PostgresLocation, searchPath: String? = nil, logger: Logger) {
+    ///   - feed: Who is told what each commit wrote to the feed.
+    public init(location: PostgresLocation, searchPath: String? = nil, logger: Logger, feed: FeedSettings = FeedSettings()) {
         let tls: PostgresClient.Configuration.TLS
         switch location.sslMode {
         case "disable": tls = .disable
@@ -47,6 +50,7 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
         configuration.options.connectTimeout = .seconds(5)
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger
+        self.feed = feed
     }
 
     public func migrate() async throws {
@@ -76,6 +80,13 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
                 switch migration.rows {
                 case nil: break
                 case .ledgersToCopies: try await Self.moveLedgersToCopies(on: connection, logger: logger)
+                case .baselines:
+                    // The edge: a migration runs at the server's start, at the time of day.
+                    let now = Timestamp(Date())
+                    for key in FeedRows.keys(try await connection.rows(FeedRows.allKeys, [], logger: logger)) {
+                        try await connection.execute(
+                            try await connection.run(FeedRows.Baseline(key: key, at: now), logger: logger), logger: logger)
+                    }
                 }
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
                 try await connection.query(
@@ -120,20 +131,22 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
     private func write(_ event: NewEvent) async throws -> Bool {
         let logger = self.logger
         let headers = self.headers
-        let (isNew, found) = try await client.withTransaction(logger: logger) { connection in
+        let targets = feed.targets
+        let (isNew, found, commit) = try await client.withTransaction(logger: logger) { connection in
             if event.skipsRepeats, let repeated = try await Self.repeated(event, on: connection, logger: logger) {
                 for write in repeated + LedgerRows.linkWrites(event) {
                     try await connection.execute(write, logger: logger)
                 }
-                return (false, [(segment: [UInt8], header: RawCompaction.Header)]())
+                return (false, [(segment: [UInt8], header: RawCompaction.Header)](), FeedCommit())
             }
             let (stored, encoding, found) = try await Self.storedRaw(of: event, on: connection, headers: headers, logger: logger)
             let raw = ByteBuffer(bytes: stored)
             var eventId: Int64?
             for try await id in try await connection.query(
                 """
-                INSERT INTO events (dedup_key, kind, raw, raw_encoding, record, received_at)
-                VALUES (\(event.dedupKey), \(event.kind), \(raw), \(encoding.rawValue), \(event.record), \(event.receivedAt))
+                INSERT INTO events (dedup_key, kind, raw, raw_encoding, record, received_at, source)
+                VALUES (\(event.dedupKey), \(event.kind), \(raw), \(encoding.rawValue), \(event.record), \(event.receivedAt),
+                    \(event.cause.source.rawValue))
                 ON CONFLICT (dedup_key) DO NOTHING RETURNING id
                 """, logger: logger
             ).decode(Int64.self) {
@@ -157,9 +170,20 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
             for write in LedgerRows.linkWrites(event) {
                 try await connection.execute(write, logger: logger)
             }
-            return (eventId != nil, found)
+            var commit = FeedCommit()
+            if eventId != nil {
+                // Last: the feed's counter, which this takes only when there are events, stays
+                // locked until the commit (``FeedRows``).
+                let plan = try await connection.run(FeedRows.Derivation(event, targets: targets), logger: logger)
+                for write in plan.writes {
+                    try await connection.execute(write, logger: logger)
+                }
+                commit.add(plan)
+            }
+            return (eventId != nil, found, commit)
         }
         headers.remember(found)
+        feed.tell(commit)
         return isNew
     }
 
@@ -270,6 +294,61 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
         return count
     }
 
+    public func changeEvents(after: Int64, limit: Int) async throws -> [FeedEvent] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            FeedRows.feedEvents(
+                try await connection.rows(FeedRows.eventsAfter, [.integer(after), .integer(Int64(limit))], logger: logger))
+        }
+    }
+
+    public func changeEvents(customerId: String, after: Int64, limit: Int) async throws -> [FeedEvent] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            FeedRows.feedEvents(try await connection.rows(
+                FeedRows.customerEventsAfter, [.text(customerId), .integer(after), .integer(Int64(limit))], logger: logger))
+        }
+    }
+
+    public func sweep(now: Timestamp, limit: Int) async throws -> SweepReport {
+        let logger = self.logger
+        let nowValue = StoreValue.integer(now.millisecondsSince1970)
+        let due = try await client.withConnection { connection in
+            FeedRows.keys(try await connection.rows(FeedRows.dueKeys, [nowValue, .integer(Int64(limit))], logger: logger))
+        }
+        var report = SweepReport(due: due.count)
+        for key in due {
+            // One transaction per key, its row locked, or skipped when another transaction holds
+            // it (an input folding into it derives it; another server's sweep does this).
+            let (commit, swept) = try await client.withTransaction(logger: logger) { connection in
+                var commit = FeedCommit()
+                var swept = false
+                var claimed = try await connection.rows(
+                    FeedRows.claimDueKeyPostgres, LedgerRows.keyValues(key) + [nowValue], logger: logger)
+                for _ in 0..<FeedRows.maximumBoundaries {
+                    guard let boundary = claimed.first?[0].integer else { break }
+                    swept = true
+                    let plan = try await connection.run(
+                        FeedRows.Derivation(
+                            keys: [key], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep,
+                            recordedAt: now.millisecondsSince1970, targets: feed.targets),
+                        logger: logger)
+                    for write in plan.writes {
+                        try await connection.execute(write, logger: logger)
+                    }
+                    commit.add(plan)
+                    guard let next = plan.nextChangeAt[key], next > boundary, next <= now.millisecondsSince1970 else { break }
+                    claimed = [[.integer(next)]]
+                }
+                return (commit, swept)
+            }
+            report.swept += swept ? 1 : 0
+            report.events += commit.eventTypes.count
+            feed.tell(commit)
+        }
+        return report
+    }
+
     public func close() async throws {}
 }
 
@@ -361,5 +440,128 @@ extension PostgresStore {
         try await client.withConnection { connection in
             try await connection.execute(StoreWrite(ReconcileRows.release, [.text(owner)]), logger: logger)
         }
+    }
+}
+
+// MARK: The outbox (``OutboxStore``, statements in ``OutboxRows``)
+
+extension PostgresStore: OutboxStore {
+    func claimDeliveries(owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [Delivery] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            guard try await !connection.rows(OutboxRows.anyDue, [.integer(now), .integer(now)], logger: logger).isEmpty else { return [] }
+            return OutboxRows.deliveries(try await connection.rows(
+                OutboxRows.claimPostgres, [.text(owner), .integer(leaseUntil), .integer(now), .integer(now), .integer(Int64(limit))],
+                logger: logger))
+        }
+    }
+
+    func finishDelivery(_ id: Int64, owner: String, outcome: DeliveryOutcome) async throws -> Bool {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await !connection.rows(OutboxRows.finish, OutboxRows.finishValues(id, owner: owner, outcome: outcome), logger: logger)
+                .isEmpty
+        }
+    }
+
+    func deliveries(state: Delivery.State, after: Int64, limit: Int) async throws -> [Delivery] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            OutboxRows.deliveries(try await connection.rows(
+                OutboxRows.list, [.text(state.rawValue), .integer(after), .integer(Int64(limit))], logger: logger))
+        }
+    }
+
+    func delivery(_ id: Int64) async throws -> Delivery? {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            OutboxRows.deliveries(try await connection.rows(OutboxRows.byId, [.integer(id)], logger: logger)).first
+        }
+    }
+
+    func retryDelivery(_ id: Int64, now: Int64, giveUpAt: Int64) async throws -> Delivery? {
+        let logger = self.logger
+        let delivery = try await client.withConnection { connection in
+            OutboxRows.deliveries(try await connection.rows(
+                OutboxRows.retry, [.integer(now), .integer(giveUpAt), .integer(id)], logger: logger)).first
+        }
+        if delivery != nil { feed.tell(FeedCommit(outboxRows: 1)) }
+        return delivery
+    }
+
+    func outboxBacklog() async throws -> [OutboxBacklog] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            OutboxRows.backlog(try await connection.rows(OutboxRows.pendingByTarget, [], logger: logger))
+        }
+    }
+
+    func pruneDelivered(before: Int64) async throws {
+        let logger = self.logger
+        try await client.withConnection { connection in
+            try await connection.execute(StoreWrite(OutboxRows.pruneDelivered, [.integer(before)]), logger: logger)
+        }
+    }
+}
+
+// MARK: Consumption requests (``ConsumptionStore``, statements in ``ConsumptionRows``)
+
+extension PostgresStore: ConsumptionStore {
+    func consumptionRequest(transactionId: String) async throws -> StoredConsumptionRequest? {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await connection.rows(ConsumptionRows.latestRequest, [.text(transactionId)], logger: logger).first
+                .flatMap(StoredConsumptionRequest.init)
+        }
+    }
+
+    func answerConsumption(
+        _ request: StoredConsumptionRequest, transactionId: String, apple: [UInt8], now: Int64
+    ) async throws -> Delivery? {
+        let logger = self.logger
+        let delivery = try await client.withTransaction(logger: logger) { connection in
+            let answer = String(decoding: apple, as: UTF8.self)
+            _ = try await connection.rows(
+                ConsumptionRows.answered, [.integer(now), .text("backend"), .text(answer), .text(request.notificationUUID)],
+                logger: logger)
+            let write = ConsumptionRows.outboxWrite(transactionId: transactionId, body: apple, now: now, deadline: request.deadline)
+            return OutboxRows.deliveries(try await connection.rows(OutboxRows.insertReturning, write.values, logger: logger)).first
+        }
+        feed.tell(FeedCommit(outboxRows: 1))
+        return delivery
+    }
+
+    func setConsumptionConsent(customerId: String, consented: Bool, at now: Int64) async throws {
+        let logger = self.logger
+        try await client.withConnection { connection in
+            try await connection.execute(
+                StoreWrite(ConsumptionRows.setConsent, [.text(customerId), .integer(consented ? 1 : 0), .integer(now)]), logger: logger)
+        }
+    }
+
+    func answerConsumptionDefaults(now: Int64, window: Int64, answer: @Sendable (String?) -> [UInt8]?) async throws -> Int {
+        let logger = self.logger
+        let due = try await client.withConnection { connection in
+            try await connection.rows(ConsumptionRows.defaultsDue, [.integer(now), .integer(now), .integer(window)], logger: logger)
+        }
+        var answered = 0
+        for row in due {
+            guard let uuid = row[0].text, let transactionId = row[1].text, let deadline = row[3].integer,
+                  let body = answer(row[2].text)
+            else { continue }
+            let claimed = try await client.withTransaction(logger: logger) { connection in
+                let text = String(decoding: body, as: UTF8.self)
+                guard try await !connection.rows(
+                    ConsumptionRows.defaultAnswered, [.integer(now), .text("default"), .text(text), .text(uuid)], logger: logger
+                ).isEmpty
+                else { return false }
+                try await connection.execute(
+                    ConsumptionRows.outboxWrite(transactionId: transactionId, body: body, now: now, deadline: deadline), logger: logger)
+                return true
+            }
+            if claimed { answered += 1 }
+        }
+        if answered > 0 { feed.tell(FeedCommit(outboxRows: answered)) }
+        return answered
     }
 }

@@ -11,7 +11,9 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
     /// The file whose `flock` is the reconcile lock: the database's path and `-reconcile-lock`.
     private let reconcileLockPath: String
     /// Events are written in batches: those that arrive while a transaction runs share the next.
-    private let writes: GroupCommit<NewEvent, Bool>
+    private let writes: GroupCommit<NewEvent, Recorded>
+    /// Who is told what each commit wrote to the feed.
+    private let feed: FeedSettings
     /// The JWS headers committed so far, with their ids.
     private let headers = HeaderDirectory()
     /// The most events one transaction stores.
@@ -19,9 +21,11 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
 
     /// Opens (or creates) the database file.
     ///
-    /// - Parameter path: The file's path.
+    /// - Parameters:
+    ///   - path: The file's path.
+    ///   - feed: Who is told what each commit wrote to the feed.
     /// - Throws: ``StoreError`` when the file cannot be opened as a database.
-    public init(path: String) throws {
+    public init(path: String, feed: FeedSettings = FeedSettings()) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.label = "receiptkit"
@@ -45,9 +49,14 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
         }
         self.pool = pool
         self.reconcileLockPath = path + "-reconcile-lock"
+        self.feed = feed
         let headers = self.headers
         self.writes = GroupCommit(maximumBatch: Self.maximumBatch) { events in
-            try await Self.commit(events, to: pool, headers: headers)
+            let results = try await Self.commit(events, to: pool, headers: headers, targets: feed.targets)
+            var commit = FeedCommit()
+            for case .success(let recorded) in results { commit.merge(recorded.feed) }
+            feed.tell(commit)
+            return results
         }
     }
 
@@ -67,6 +76,12 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
                 switch migration.rows {
                 case nil: break
                 case .ledgersToCopies: try Self.moveLedgersToCopies(in: db)
+                case .baselines:
+                    // The edge: a migration runs at the server's start, at the time of day.
+                    let now = Timestamp(Date())
+                    for key in FeedRows.keys(try db.rows(FeedRows.allKeys, [])) {
+                        try db.execute(try db.run(FeedRows.Baseline(key: key, at: now)))
+                    }
                 }
             }
         }
@@ -101,7 +116,7 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
     }
 
     public func record(_ event: NewEvent) async throws -> Bool {
-        try await writes.submit(event)
+        try await writes.submit(event).isNew
     }
 
     /// One transaction over a batch of events (``GroupCommit``). An event that fails (its key's
@@ -111,23 +126,23 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
     /// the start: SQLite copies each page a savepoint changes into its statement journal first,
     /// which cost the server about 8% of its CPU time per notification.
     private static func commit(
-        _ events: [NewEvent], to pool: DatabasePool, headers: HeaderDirectory
-    ) async throws -> [Result<Bool, any Error>] {
-        let whole: (isNew: [Bool], newHeaders: [(segment: [UInt8], header: RawCompaction.Header)])
+        _ events: [NewEvent], to pool: DatabasePool, headers: HeaderDirectory, targets: OutboxTargets
+    ) async throws -> [Result<Recorded, any Error>] {
+        let whole: (recorded: [Recorded], newHeaders: [(segment: [UInt8], header: RawCompaction.Header)])
         do {
             whole = try await pool.write { db in
                 var newHeaders: [(segment: [UInt8], header: RawCompaction.Header)] = []
-                let isNew = try events.map { try insert($0, into: db, headers: headers, found: &newHeaders) }
-                return (isNew, newHeaders)
+                let recorded = try events.map { try insert($0, into: db, headers: headers, targets: targets, found: &newHeaders) }
+                return (recorded, newHeaders)
             }
         } catch {
             // Nothing of the batch was committed. Event by event, the failure is found again
             // (and reported to its request alone), or, if the database itself failed, the
             // batch fails as before.
-            return try await commitEventByEvent(events, to: pool, headers: headers)
+            return try await commitEventByEvent(events, to: pool, headers: headers, targets: targets)
         }
         headers.remember(whole.newHeaders)
-        return whole.isNew.map { .success($0) }
+        return whole.recorded.map { .success($0) }
     }
 
     /// One transaction over a batch of events, each event in a savepoint of its own, so that an
@@ -135,23 +150,23 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
     /// gone (SQLite rolls it back on some errors), the batch fails as a whole: nothing of it is
     /// reported stored.
     private static func commitEventByEvent(
-        _ events: [NewEvent], to pool: DatabasePool, headers: HeaderDirectory
-    ) async throws -> [Result<Bool, any Error>] {
+        _ events: [NewEvent], to pool: DatabasePool, headers: HeaderDirectory, targets: OutboxTargets
+    ) async throws -> [Result<Recorded, any Error>] {
         let (results, newHeaders) = try await pool.write { db in
-            var results: [Result<Bool, any Error>] = []
+            var results: [Result<Recorded, any Error>] = []
             results.reserveCapacity(events.count)
             var newHeaders: [(segment: [UInt8], header: RawCompaction.Header)] = []
             for event in events {
-                var isNew = false
+                var recorded = Recorded(isNew: false)
                 // Headers this event inserted count only once its savepoint is released.
                 var found: [(segment: [UInt8], header: RawCompaction.Header)] = []
                 do {
                     try db.inSavepoint {
-                        isNew = try insert(event, into: db, headers: headers, found: &found)
+                        recorded = try insert(event, into: db, headers: headers, targets: targets, found: &found)
                         return .commit
                     }
                     newHeaders += found
-                    results.append(.success(isNew))
+                    results.append(.success(recorded))
                 } catch {
                     guard db.isInsideTransaction else { throw error }
                     results.append(.failure(error))
@@ -193,26 +208,30 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
 
     /// Stores one event and folds it into its keys' states (a replay changes no state) — or, when
     /// it only repeats what is stored (``NewEvent/skipsRepeats``), remembers its later signing
-    /// in the copies' rows instead; adds its customer links in any case. The statements are
-    /// prepared once per connection.
+    /// in the copies' rows instead; adds its customer links in any case; then, for a new event,
+    /// writes the feed's events of the changes it caused (``FeedRows/Derivation``). The
+    /// statements are prepared once per connection.
     ///
-    /// - Returns: Whether the event is new.
+    /// - Returns: Whether the event is new, and what it wrote to the feed.
     private static func insert(
-        _ event: NewEvent, into db: Database, headers: HeaderDirectory,
+        _ event: NewEvent, into db: Database, headers: HeaderDirectory, targets: OutboxTargets,
         found: inout [(segment: [UInt8], header: RawCompaction.Header)]
-    ) throws -> Bool {
+    ) throws -> Recorded {
         if event.skipsRepeats, let repeated = try db.run(LedgerRows.Repeating(event)) {
             for write in repeated { try db.execute(write) }
             for write in LedgerRows.linkWrites(event) { try db.execute(write) }
-            return false
+            return Recorded(isNew: false)
         }
         let raw = try storedRaw(of: event, in: db, headers: headers, found: &found)
         try db.cachedStatement(
             sql: """
-                INSERT INTO events (dedup_key, kind, raw, raw_encoding, record, received_at) VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO events (dedup_key, kind, raw, raw_encoding, record, received_at, source) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (dedup_key) DO NOTHING
                 """
-        ).execute(arguments: [event.dedupKey, event.kind, Data(raw.bytes), raw.encoding.rawValue, event.record, event.receivedAt])
+        ).execute(arguments: [
+            event.dedupKey, event.kind, Data(raw.bytes), raw.encoding.rawValue, event.record, event.receivedAt,
+            event.cause.source.rawValue,
+        ])
         // One row inserted, or none for a replay (`RETURNING` would read it back through a cursor).
         let inserted: Int64? = db.changesCount == 1 ? db.lastInsertedRowID : nil
         if let eventId = inserted {
@@ -222,7 +241,12 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
             }
         }
         for write in LedgerRows.linkWrites(event) { try db.execute(write) }
-        return inserted != nil
+        guard inserted != nil else { return Recorded(isNew: false) }
+        let plan = try db.run(FeedRows.Derivation(event, targets: targets))
+        for write in plan.writes { try db.execute(write) }
+        var recorded = Recorded(isNew: true)
+        recorded.feed.add(plan)
+        return recorded
     }
 
     public func keys(customerId: String) async throws -> [SubscriptionKey] {
@@ -266,9 +290,152 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
         }
     }
 
+    public func changeEvents(after: Int64, limit: Int) async throws -> [FeedEvent] {
+        try await pool.read { db in FeedRows.feedEvents(try db.rows(FeedRows.eventsAfter, [.integer(after), .integer(Int64(limit))])) }
+    }
+
+    public func changeEvents(customerId: String, after: Int64, limit: Int) async throws -> [FeedEvent] {
+        try await pool.read { db in
+            FeedRows.feedEvents(
+                try db.rows(FeedRows.customerEventsAfter, [.text(customerId), .integer(after), .integer(Int64(limit))]))
+        }
+    }
+
+    public func sweep(now: Timestamp, limit: Int) async throws -> SweepReport {
+        let due = try await pool.read { db in
+            FeedRows.keys(try db.rows(FeedRows.dueKeys, [.integer(now.millisecondsSince1970), .integer(Int64(limit))]))
+        }
+        var report = SweepReport(due: due.count)
+        for key in due {
+            // One transaction per key: SQLite has one writer, so the claim holds until the commit.
+            let (commit, swept) = try await pool.write { db in
+                var commit = FeedCommit()
+                var swept = false
+                var claimed = try db.rows(FeedRows.claimDueKey, LedgerRows.keyValues(key) + [.integer(now.millisecondsSince1970)])
+                for _ in 0..<FeedRows.maximumBoundaries {
+                    guard let boundary = claimed.first?[0].integer else { break }
+                    swept = true
+                    let plan = try db.run(FeedRows.Derivation(
+                        keys: [key], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep,
+                        recordedAt: now.millisecondsSince1970, targets: feed.targets))
+                    for write in plan.writes { try db.execute(write) }
+                    commit.add(plan)
+                    guard let next = plan.nextChangeAt[key], next > boundary, next <= now.millisecondsSince1970 else { break }
+                    claimed = [[.integer(next)]]
+                }
+                return (commit, swept)
+            }
+            report.swept += swept ? 1 : 0
+            report.events += commit.eventTypes.count
+            feed.tell(commit)
+        }
+        return report
+    }
+
     public func close() async throws {
         try pool.close()
     }
+}
+
+// MARK: The outbox (``OutboxStore``, statements in ``OutboxRows``)
+
+extension SQLiteStore: OutboxStore {
+    func claimDeliveries(owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [Delivery] {
+        guard try await pool.read({ db in try !db.rows(OutboxRows.anyDue, [.integer(now), .integer(now)]).isEmpty }) else { return [] }
+        return try await pool.write { db in
+            OutboxRows.deliveries(try db.rows(
+                OutboxRows.claimSQLite, [.text(owner), .integer(leaseUntil), .integer(now), .integer(now), .integer(Int64(limit))]))
+        }
+    }
+
+    func finishDelivery(_ id: Int64, owner: String, outcome: DeliveryOutcome) async throws -> Bool {
+        try await pool.write { db in
+            try !db.rows(OutboxRows.finish, OutboxRows.finishValues(id, owner: owner, outcome: outcome)).isEmpty
+        }
+    }
+
+    func deliveries(state: Delivery.State, after: Int64, limit: Int) async throws -> [Delivery] {
+        try await pool.read { db in
+            OutboxRows.deliveries(try db.rows(OutboxRows.list, [.text(state.rawValue), .integer(after), .integer(Int64(limit))]))
+        }
+    }
+
+    func delivery(_ id: Int64) async throws -> Delivery? {
+        try await pool.read { db in OutboxRows.deliveries(try db.rows(OutboxRows.byId, [.integer(id)])).first }
+    }
+
+    func retryDelivery(_ id: Int64, now: Int64, giveUpAt: Int64) async throws -> Delivery? {
+        let delivery = try await pool.write { db in
+            OutboxRows.deliveries(try db.rows(OutboxRows.retry, [.integer(now), .integer(giveUpAt), .integer(id)])).first
+        }
+        if delivery != nil { feed.tell(FeedCommit(outboxRows: 1)) }
+        return delivery
+    }
+
+    func outboxBacklog() async throws -> [OutboxBacklog] {
+        try await pool.read { db in OutboxRows.backlog(try db.rows(OutboxRows.pendingByTarget, [])) }
+    }
+
+    func pruneDelivered(before: Int64) async throws {
+        try await pool.write { db in try db.execute(StoreWrite(OutboxRows.pruneDelivered, [.integer(before)])) }
+    }
+}
+
+// MARK: Consumption requests (``ConsumptionStore``, statements in ``ConsumptionRows``)
+
+extension SQLiteStore: ConsumptionStore {
+    func consumptionRequest(transactionId: String) async throws -> StoredConsumptionRequest? {
+        try await pool.read { db in
+            try db.rows(ConsumptionRows.latestRequest, [.text(transactionId)]).first.flatMap(StoredConsumptionRequest.init)
+        }
+    }
+
+    func answerConsumption(
+        _ request: StoredConsumptionRequest, transactionId: String, apple: [UInt8], now: Int64
+    ) async throws -> Delivery? {
+        let delivery = try await pool.write { db in
+            let answer = String(decoding: apple, as: UTF8.self)
+            _ = try db.rows(ConsumptionRows.answered, [.integer(now), .text("backend"), .text(answer), .text(request.notificationUUID)])
+            let write = ConsumptionRows.outboxWrite(transactionId: transactionId, body: apple, now: now, deadline: request.deadline)
+            return OutboxRows.deliveries(try db.rows(OutboxRows.insertReturning, write.values)).first
+        }
+        feed.tell(FeedCommit(outboxRows: 1))
+        return delivery
+    }
+
+    func setConsumptionConsent(customerId: String, consented: Bool, at now: Int64) async throws {
+        try await pool.write { db in
+            try db.execute(StoreWrite(ConsumptionRows.setConsent, [.text(customerId), .integer(consented ? 1 : 0), .integer(now)]))
+        }
+    }
+
+    func answerConsumptionDefaults(now: Int64, window: Int64, answer: @Sendable (String?) -> [UInt8]?) async throws -> Int {
+        let due = try await pool.read { db in
+            try db.rows(ConsumptionRows.defaultsDue, [.integer(now), .integer(now), .integer(window)])
+        }
+        var answered = 0
+        for row in due {
+            guard let uuid = row[0].text, let transactionId = row[1].text, let deadline = row[3].integer,
+                  let body = answer(row[2].text)
+            else { continue }
+            let claimed = try await pool.write { db in
+                let text = String(decoding: body, as: UTF8.self)
+                guard try !db.rows(ConsumptionRows.defaultAnswered, [.integer(now), .text("default"), .text(text), .text(uuid)]).isEmpty
+                else { return false }
+                try db.execute(ConsumptionRows.outboxWrite(transactionId: transactionId, body: body, now: now, deadline: deadline))
+                return true
+            }
+            if claimed { answered += 1 }
+        }
+        if answered > 0 { feed.tell(FeedCommit(outboxRows: answered)) }
+        return answered
+    }
+}
+
+/// What storing one event did: whether it was new, and what it wrote to the feed.
+struct Recorded: Sendable {
+    var isNew: Bool
+    var feed = FeedCommit()
 }
 
 // MARK: Reconciliation (``ReconcileStore``, statements in ``ReconcileRows``)

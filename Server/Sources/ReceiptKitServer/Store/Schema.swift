@@ -22,6 +22,14 @@ import ReceiptKit
 ///   answered, so that a sync fetches only what is new (``ReconcileRows``).
 /// - `reconcile_cursor` (from v7): one row, the instant up to which Get Notification History has
 ///   been read and committed, and the server whose run owns it (``ReconcileRows``).
+/// - `outbox` (from v8): what is to be sent — webhooks, forwarded notifications, consumption
+///   answers — until it is accepted or its time runs out (``OutboxRows``).
+/// - `consumption_requests`, `consumption_consents` (from v8): Apple's consumption requests with
+///   their deadline and answer, and the customers who consented (``ConsumptionRows``).
+/// - `change_events`, `feed_counter` (from v8): the feed of what changed, its ids drawn from
+///   the counter in commit order; `subscriptions` holds each key's state as the feed last
+///   derived it and `next_change_at` (``FeedRows``); `events.source` says where an input came
+///   from.
 enum Schema {
     /// Where the two databases' SQL differs.
     enum Dialect: Sendable {
@@ -43,6 +51,14 @@ enum Schema {
             switch self {
             case .sqlite: "CREATE UNIQUE INDEX \(table)_\(column) ON \(table) (\(column))"
             case .postgres: "ALTER TABLE \(table) ADD CONSTRAINT \(table)_\(column) EXCLUDE USING hash (\(column) WITH =)"
+            }
+        }
+
+        /// A 64-bit primary key column given by the writer (SQLite: the rowid itself).
+        var int64PrimaryKey: String {
+            switch self {
+            case .sqlite: "INTEGER PRIMARY KEY"
+            case .postgres: "BIGINT PRIMARY KEY"
             }
         }
 
@@ -96,6 +112,9 @@ enum Schema {
         /// becomes rows of `transaction_copies` and `renewal_info_copies` (``LedgerRows``), the
         /// same copies folded by the same rules, and the key's row names the copy signed last.
         case ledgersToCopies
+        /// Each key's derived state (``FeedRows/Baseline``), evaluated at the migration's
+        /// instant, stored without events.
+        case baselines
     }
 
     /// The keys whose ledger is stored whole (before v5), with it.
@@ -293,6 +312,104 @@ enum Schema {
                 )
                 """,
                 "INSERT INTO reconcile_cursor (id, position, lease_owner, lease_until) VALUES (1, NULL, NULL, 0)",
+            ]
+        },
+        // The feed (``FeedRows``): each key's derived state as its last event saw it, when to
+        // look again without an input (the sweep's index), the events, the counter their ids
+        // come from, and where each input came from. The keys a server before it stored get
+        // their state now, without events (``RowMigration/baselines``). Customers are read by
+        // key when an event names them.
+        Migration(id: "v8-change-events", rows: .baselines) { dialect in
+            [
+                "ALTER TABLE subscriptions ADD COLUMN derived_status TEXT",
+                "ALTER TABLE subscriptions ADD COLUMN derived_product_id TEXT",
+                "ALTER TABLE subscriptions ADD COLUMN derived_transaction_id TEXT",
+                "ALTER TABLE subscriptions ADD COLUMN derived_expires_at BIGINT",
+                "ALTER TABLE subscriptions ADD COLUMN derived_will_renew SMALLINT",
+                "ALTER TABLE subscriptions ADD COLUMN derived_subscription SMALLINT",
+                "ALTER TABLE subscriptions ADD COLUMN derived_family_shared SMALLINT",
+                "ALTER TABLE subscriptions ADD COLUMN next_change_at BIGINT",
+                "ALTER TABLE subscriptions ADD COLUMN derived_at BIGINT",
+                "CREATE INDEX subscriptions_next_change_at ON subscriptions (next_change_at) WHERE next_change_at IS NOT NULL",
+                "ALTER TABLE events ADD COLUMN source TEXT",
+                """
+                CREATE TABLE change_events (
+                    id \(dialect.int64PrimaryKey),
+                    type TEXT NOT NULL,
+                    occurred_at BIGINT NOT NULL,
+                    recorded_at BIGINT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    payload TEXT NOT NULL
+                )
+                """,
+                "CREATE INDEX change_events_key ON change_events (original_transaction_id, bundle_id, environment, id)",
+                "CREATE TABLE feed_counter (id INTEGER PRIMARY KEY CHECK (id = 1), last_id BIGINT NOT NULL)",
+                "INSERT INTO feed_counter (id, last_id) VALUES (1, 0)",
+                "CREATE INDEX customer_subscriptions_key ON customer_subscriptions (original_transaction_id, bundle_id, environment)",
+            ]
+        },
+        // The durable outbox (``OutboxRows``): what is sent later — webhooks, forwarded
+        // notifications, consumption answers — written in the transaction that causes it. The
+        // first index finds the pending rows in order and lists a state's rows; the second,
+        // whether an earlier row of the same receiver and key is still pending.
+        Migration(id: "v8-outbox") { dialect in
+            [
+                """
+                CREATE TABLE outbox (
+                    id \(dialect.autoIncrementingKey),
+                    kind TEXT NOT NULL,
+                    target TEXT NOT NULL,
+                    ordering_key TEXT NOT NULL,
+                    event_id BIGINT,
+                    body \(dialect.bytes) NOT NULL,
+                    state TEXT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    next_attempt_at BIGINT NOT NULL,
+                    give_up_at BIGINT NOT NULL,
+                    lease_owner TEXT,
+                    lease_until BIGINT NOT NULL,
+                    last_attempt_at BIGINT,
+                    last_status INTEGER,
+                    last_error TEXT,
+                    delivered_at BIGINT
+                )
+                """,
+                "CREATE INDEX outbox_state ON outbox (state, id)",
+                "CREATE INDEX outbox_order ON outbox (target, ordering_key, id) WHERE state = 'pending'",
+            ]
+        },
+        // Consumption requests, their answers, and which customers consented to share
+        // consumption data (``ConsumptionRows``).
+        Migration(id: "v8-consumption-requests") { _ in
+            [
+                """
+                CREATE TABLE consumption_requests (
+                    notification_uuid TEXT PRIMARY KEY,
+                    transaction_id TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    product_type TEXT,
+                    reason TEXT,
+                    requested_at BIGINT NOT NULL,
+                    deadline BIGINT NOT NULL,
+                    answered_at BIGINT,
+                    answer_source TEXT,
+                    answer TEXT
+                )
+                """,
+                "CREATE INDEX consumption_requests_transaction ON consumption_requests (transaction_id, deadline)",
+                "CREATE INDEX consumption_requests_open ON consumption_requests (deadline) WHERE answered_at IS NULL",
+                """
+                CREATE TABLE consumption_consents (
+                    customer_id TEXT PRIMARY KEY,
+                    consented SMALLINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
             ]
         },
     ]

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 import ReceiptKitServer
 import Testing
@@ -110,24 +111,36 @@ struct TestServer: Sendable {
     /// the test database's own port, if given).
     static func run(
         _ backend: Backend, environment: [String: String] = Vectors.environment, token: String? = testToken,
-        now: Date = Date(timeIntervalSince1970: 1_750_000_000), logger: Logger = .silent, postgresPort: Int? = nil,
-        configure: (inout ServerConfiguration) -> Void = { _ in },
+        now: Date = Date(timeIntervalSince1970: 1_750_000_000), clock: (@Sendable () -> Date)? = nil, logger: Logger = .silent,
+        postgresPort: Int? = nil, configure: (inout ServerConfiguration) -> Void = { _ in },
         _ test: @escaping @Sendable (TestServer) async throws -> Void
     ) async throws {
         try await backend.withDatabase { location, searchPath in
-            var configuration = try ServerConfiguration(environment: environment.merging(["PORT": "0"]) { $1 })
-            configuration.database = location
-            if let postgresPort, case .postgres(var postgres) = location {
-                postgres.port = postgresPort
-                configuration.database = .postgres(postgres)
-            }
-            configuration.apiToken = token
-            configure(&configuration)
-            let app = try buildApplication(
-                configuration: configuration, logger: logger, postgresSearchPath: searchPath, clock: { now })
-            try await app.test(.live) { client in
-                try await test(TestServer(client: client, location: location, searchPath: searchPath))
-            }
+            try await serve(
+                location: location, searchPath: searchPath, environment: environment, token: token, clock: clock ?? { now },
+                logger: logger, postgresPort: postgresPort, configure: configure, test)
+        }
+    }
+
+    /// Runs `test` against a server on an existing database: several in turn on one database
+    /// are a restart, side by side they are replicas.
+    static func serve(
+        location: DatabaseLocation, searchPath: String?, environment: [String: String] = Vectors.environment,
+        token: String? = testToken, clock: @escaping @Sendable () -> Date, logger: Logger = .silent, postgresPort: Int? = nil,
+        configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ test: @escaping @Sendable (TestServer) async throws -> Void
+    ) async throws {
+        var configuration = try ServerConfiguration(environment: environment.merging(["PORT": "0"]) { $1 })
+        configuration.database = location
+        if let postgresPort, case .postgres(var postgres) = location {
+            postgres.port = postgresPort
+            configuration.database = .postgres(postgres)
+        }
+        configuration.apiToken = token
+        configure(&configuration)
+        let app = try buildApplication(configuration: configuration, logger: logger, postgresSearchPath: searchPath, clock: clock)
+        try await app.test(.live) { client in
+            try await test(TestServer(client: client, location: location, searchPath: searchPath))
         }
     }
 
@@ -143,6 +156,13 @@ struct TestServer: Sendable {
         if let contentType { headers[.contentType] = contentType }
         if let token { headers[.authorization] = "Bearer \(token)" }
         return try await client.execute(uri: path, method: .post, headers: headers, body: ByteBuffer(string: body))
+    }
+
+    func put(_ path: String, _ body: String, token: String? = testToken) async throws -> TestResponse {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        return try await client.execute(uri: path, method: .put, headers: headers, body: ByteBuffer(string: body))
     }
 
     func get(_ path: String, token: String? = testToken) async throws -> TestResponse {
@@ -177,4 +197,28 @@ extension TestResponse {
     }
 
     var text: String { String(buffer: body) }
+}
+
+/// A clock a test moves: the servers it is given to read it at each request.
+final class TestClock: Sendable {
+    private let instant: Locked<Date>
+
+    init(_ start: Date) {
+        instant = Locked(start)
+    }
+
+    /// Starts at an instant in milliseconds since 1970.
+    convenience init(milliseconds: Int64) {
+        self.init(Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+
+    var now: Date { instant.withLockedValue { $0 } }
+
+    /// Moves the clock to an instant in milliseconds since 1970.
+    func set(milliseconds: Int64) {
+        instant.withLockedValue { $0 = Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+    }
+
+    /// The clock as a server takes it.
+    var read: @Sendable () -> Date { { [self] in now } }
 }

@@ -40,6 +40,11 @@ struct Prerequisite: Sendable {
         Tools.path(of: "node") != nil
     }
 
+    /// Python 3 on `PATH`, to run the Python example of `docs/events.md`.
+    static let python = Prerequisite(name: "python3 (to run the Python example of docs/events.md)") {
+        Tools.path(of: "python3") != nil
+    }
+
     /// Whether this run is CI's, where nothing may be skipped: `CI=true` (or `1`).
     static var isCI: Bool {
         ["true", "1"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? "")

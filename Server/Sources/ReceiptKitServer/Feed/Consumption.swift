@@ -1,0 +1,152 @@
+import AppStoreServerAPI
+import Foundation
+public import ReceiptKit
+
+/// A `CONSUMPTION_REQUEST` notification: Apple asks, for a refund request, how much of the
+/// purchase was consumed, and takes the answer for 12 hours.
+public struct ConsumptionNotice: Sendable, Hashable {
+    /// The transaction the customer asked a refund for.
+    public var transactionId: String
+    /// Its subscription or purchase.
+    public var key: SubscriptionKey
+    /// Its product type, as the transaction record names it (`consumable`,
+    /// `auto_renewable_subscription`, …): what the answer may carry depends on it.
+    public var productType: String?
+    /// Apple's `consumptionRequestReason` (`UNINTENDED_PURCHASE`, `FULFILLMENT_ISSUE`, …), raw.
+    public var reason: String?
+    /// The notification's UUID.
+    public var notificationUUID: String
+    /// When Apple signed the notification, in milliseconds.
+    public var requestedAt: Int64
+
+    /// How long Apple takes an answer: 12 hours from the request.
+    public static let answerWindow: Int64 = 12 * 3_600_000
+
+    /// The last instant an answer is taken.
+    public var deadline: Int64 { requestedAt + Self.answerWindow }
+
+    /// The notice a verified record carries, if it is a consumption request about a transaction.
+    static func of(_ record: VerificationRecord, bundleId: String, receivedAt: Timestamp) -> ConsumptionNotice? {
+        guard let notification = record.notification, notification.rawNotificationType == "CONSUMPTION_REQUEST",
+              let uuid = notification.notificationUUID, let transaction = record.transactions.first,
+              let transactionId = transaction.transactionId, let key = SubscriptionKey(transaction)
+        else { return nil }
+        return ConsumptionNotice(
+            transactionId: transactionId, key: key, productType: transaction.productType,
+            reason: notification.data?.rawConsumptionRequestReason, notificationUUID: uuid,
+            requestedAt: (notification.signedDate ?? receivedAt).millisecondsSince1970)
+    }
+
+    /// The `consumption_request` member of a `consumption.requested` event.
+    var json: String {
+        var json = JSONObjectText()
+        json.member("transaction_id", transactionId)
+        json.member("reason", reason)
+        json.member("product_type", productType)
+        json.member("requested_at", Timestamp(millisecondsSince1970: requestedAt).iso8601)
+        json.member("deadline", Timestamp(millisecondsSince1970: deadline).iso8601)
+        return json.text
+    }
+}
+
+/// The backend's answer to a consumption request, as `PUT /v1/transactions/{id}/consumption`
+/// takes it (Apple's Send Consumption Information v2 fields, in snake_case), and as
+/// `RECEIPTKIT_CONSUMPTION_DEFAULT` configures it (without `customer_consented`, which only a
+/// customer's recorded consent gives).
+public struct ConsumptionAnswer: Sendable, Hashable, Decodable {
+    /// Apple's `deliveryStatus` values.
+    static let deliveryStatuses: Set<String> = [
+        "DELIVERED", "UNDELIVERED_QUALITY_ISSUE", "UNDELIVERED_WRONG_ITEM", "UNDELIVERED_SERVER_OUTAGE", "UNDELIVERED_OTHER",
+    ]
+    /// Apple's `refundPreference` values.
+    static let refundPreferences: Set<String> = ["DECLINE", "GRANT_FULL", "GRANT_PRORATED"]
+
+    public var customerConsented: Bool?
+    public var deliveryStatus: String
+    public var refundPreference: String?
+    /// Thousandths of a percent, 0 to 100000.
+    public var consumptionPercentage: Int?
+    public var sampleContentProvided: Bool
+
+    private enum CodingKeys: String, CodingKey {
+        case customerConsented = "customer_consented"
+        case deliveryStatus = "delivery_status"
+        case refundPreference = "refund_preference"
+        case consumptionPercentage = "consumption_percentage"
+        case sampleContentProvided = "sample_content_provided"
+    }
+
+    /// Checks what Apple checks of the fields alone: each value one Apple knows, and a
+    /// percentage only where it means something.
+    ///
+    /// - Throws: 400 `invalid_request` naming the member.
+    func validate() throws(APIError) {
+        guard Self.deliveryStatuses.contains(deliveryStatus) else {
+            throw APIError.invalidRequest(
+                "delivery_status is \"\(deliveryStatus)\"; expected one of \(Self.deliveryStatuses.sorted().joined(separator: ", "))")
+        }
+        if let refundPreference, !Self.refundPreferences.contains(refundPreference) {
+            throw APIError.invalidRequest(
+                "refund_preference is \"\(refundPreference)\"; expected one of \(Self.refundPreferences.sorted().joined(separator: ", "))")
+        }
+        if let percentage = consumptionPercentage {
+            guard (0...100_000).contains(percentage) else {
+                throw APIError.invalidRequest("consumption_percentage is \(percentage); expected 0 to 100000 (thousandths of a percent)")
+            }
+            if deliveryStatus != "DELIVERED", percentage != 0 {
+                throw APIError.invalidRequest("consumption_percentage must be 0 when delivery_status is not DELIVERED (Apple refuses it)")
+            }
+        }
+    }
+
+    /// Checks what depends on the purchase: no percentage for an auto-renewable subscription
+    /// (Apple computes it); a percentage strictly between 0 and 100000 for a prorated refund of
+    /// anything else.
+    ///
+    /// - Throws: 400 `invalid_request` naming the member.
+    func validate(productType: String?) throws(APIError) {
+        let isAutoRenewable = productType == "auto_renewable_subscription"
+        if isAutoRenewable, consumptionPercentage != nil {
+            throw APIError.invalidRequest(
+                "consumption_percentage must be left out for an auto-renewable subscription: Apple computes it from the time used")
+        }
+        if !isAutoRenewable, refundPreference == "GRANT_PRORATED" {
+            guard let percentage = consumptionPercentage, percentage > 0, percentage < 100_000 else {
+                throw APIError.invalidRequest(
+                    "refund_preference GRANT_PRORATED needs a consumption_percentage between 1 and 99999 for this purchase")
+            }
+        }
+    }
+
+    /// Apple's body for this answer, with the customer's consent.
+    var appleRequest: ConsumptionRequest {
+        ConsumptionRequest(
+            customerConsented: true, consumptionPercentage: consumptionPercentage.map { Int32($0) }, deliveryStatus: deliveryStatus,
+            refundPreference: refundPreference, sampleContentProvided: sampleContentProvided)
+    }
+
+    /// The JSON stored with the request and sent to Apple (camelCase, Apple's members).
+    var appleJSON: [UInt8] {
+        var json = JSONObjectText()
+        json.member("customerConsented", true)
+        if let consumptionPercentage { json.member("consumptionPercentage", consumptionPercentage) }
+        json.member("deliveryStatus", deliveryStatus)
+        if let refundPreference { json.member("refundPreference", refundPreference) }
+        json.member("sampleContentProvided", sampleContentProvided)
+        return Array(json.text.utf8)
+    }
+
+    /// Reads back ``appleJSON`` (an outbox row's body).
+    static func apple(_ bytes: [UInt8]) -> ConsumptionRequest? {
+        struct Stored: Decodable {
+            var consumptionPercentage: Int32?
+            var deliveryStatus: String
+            var refundPreference: String?
+            var sampleContentProvided: Bool
+        }
+        guard let stored = try? JSONDecoder().decode(Stored.self, from: Data(bytes)) else { return nil }
+        return ConsumptionRequest(
+            customerConsented: true, consumptionPercentage: stored.consumptionPercentage, deliveryStatus: stored.deliveryStatus,
+            refundPreference: stored.refundPreference, sampleContentProvided: stored.sampleContentProvided)
+    }
+}

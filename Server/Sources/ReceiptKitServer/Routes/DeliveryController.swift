@@ -1,0 +1,71 @@
+import Foundation
+import Hummingbird
+import ReceiptKit
+
+/// The outbox's deliveries (``OutboxRows``), for the operator:
+///
+/// - `GET /v1/webhooks/deliveries[?state=failed|pending|delivered][&after=ID][&limit=N]`: the
+///   deliveries in a state (default `failed`, the dead letters), oldest first,
+///   `{"deliveries": [delivery, …], "after": ID, "has_more": bool}`; each delivery
+///   `{"id", "kind", "target", "event_id", "state", "attempts", "created_at", "next_attempt_at",
+///   "give_up_at", "last_attempt_at", "last_status", "last_error", "delivered_at"}`.
+/// - `POST /v1/webhooks/deliveries/{id}/retry`: sends a failed (or delivered) delivery again,
+///   now, with `RECEIPTKIT_WEBHOOK_RETRY_HOURS` more to succeed in: 200 with the delivery; 404
+///   `not_found`; 409 `delivery_pending` when it is still being tried; 409
+///   `consumption_deadline_passed` for a consumption answer whose deadline is behind.
+struct DeliveryController {
+    let environment: RouteEnvironment
+    /// How long a delivery sent again is tried.
+    let retryWindow: Duration
+
+    func add(to group: RouterGroup<ServerRequestContext>) {
+        group.get("webhooks/deliveries") { request, _ in
+            var state = Delivery.State.failed
+            if let text = request.uri.queryParameters.get("state") {
+                guard let value = Delivery.State(rawValue: text) else {
+                    throw APIError.invalidRequest("state is \"\(text)\"; expected failed, pending or delivered")
+                }
+                state = value
+            }
+            let (after, limit) = try FeedController.cursor(request)
+            let outbox = environment.outbox
+            let wanted = state
+            let deliveries = try await environment.read { try await outbox.deliveries(state: wanted, after: after, limit: limit + 1) }
+            let page = deliveries.prefix(limit)
+            var json = JSONObjectText()
+            json.member("deliveries", jsonArray: page.map(\.json))
+            json.member("after", String(page.last?.id ?? after))
+            json.member("has_more", deliveries.count > limit)
+            return Response.json(json.text)
+        }
+        group.post("webhooks/deliveries/{id}/retry") { _, context in
+            let text = try RouteEnvironment.pathParameter("id", in: context)
+            guard let id = Int64(text), id > 0 else {
+                throw APIError.invalidRequest("the delivery id is \"\(text)\"; expected the id a delivery is listed with")
+            }
+            let outbox = environment.outbox
+            guard let existing = try await environment.read({ try await outbox.delivery(id) }) else {
+                throw APIError(.notFound, "not_found", "no delivery \(id)")
+            }
+            if existing.state == .pending {
+                throw APIError(.conflict, "delivery_pending", "delivery \(id) is still being tried (attempt \(existing.attempts + 1) is next)")
+            }
+            let now = environment.now.millisecondsSince1970
+            var giveUpAt = now + DeliveryPolicy.milliseconds(retryWindow)
+            if existing.kind == .consumption {
+                // Apple takes an answer until the request's deadline only.
+                guard existing.giveUpAt > now else {
+                    throw APIError(
+                        .conflict, "consumption_deadline_passed",
+                        "the deadline of this consumption request passed at \(Timestamp(millisecondsSince1970: existing.giveUpAt).iso8601)")
+                }
+                giveUpAt = existing.giveUpAt
+            }
+            let until = giveUpAt
+            guard let delivery = try await environment.read({ try await outbox.retryDelivery(id, now: now, giveUpAt: until) }) else {
+                throw APIError(.conflict, "delivery_pending", "delivery \(id) is being tried already")
+            }
+            return Response.json(delivery.json)
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Hummingbird
+import ReceiptKit
+
+/// The feed of what changed (``FeedRows``), oldest first, read with a cursor:
+///
+/// - `GET /v1/events[?after=ID][&limit=N]`: every event after `ID`.
+/// - `GET /v1/customers/{customer_id}/events[?after=ID][&limit=N]`: the events of the
+///   subscriptions linked to the customer.
+///
+/// Both answer `{"events": [event, …], "after": ID, "has_more": bool}`: `after` is the id of the
+/// last event returned (or the one given, when none was), to send as `after` next time. A
+/// consumer that stores it once it has handled the events never misses one nor sees one twice:
+/// ids increase in the order their events committed. `limit` is 1 to 1000, default 100.
+struct FeedController {
+    let environment: RouteEnvironment
+
+    static let defaultLimit = 100
+    static let maximumLimit = 1000
+
+    func add(to group: RouterGroup<ServerRequestContext>) {
+        group.get("events") { request, _ in
+            let (after, limit) = try Self.cursor(request)
+            let store = environment.store
+            let events = try await environment.read { try await store.changeEvents(after: after, limit: limit + 1) }
+            return Response.json(Self.page(events, after: after, limit: limit).text)
+        }
+        group.get("customers/{customer_id}/events") { request, context in
+            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
+            let (after, limit) = try Self.cursor(request)
+            let store = environment.store
+            let events = try await environment.read {
+                try await store.changeEvents(customerId: customerId, after: after, limit: limit + 1)
+            }
+            var json = JSONObjectText()
+            json.member("customer_id", customerId)
+            return Response.json(Self.page(events, after: after, limit: limit, into: json).text)
+        }
+    }
+
+    /// `after` (an event id: decimal digits, default 0) and `limit` (1 to 1000, default 100).
+    static func cursor(_ request: Request) throws(APIError) -> (after: Int64, limit: Int) {
+        var after: Int64 = 0
+        if let text = request.uri.queryParameters.get("after") {
+            guard let value = Int64(text), value >= 0, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+                throw APIError.invalidRequest("after is \"\(text)\"; expected an event id (the id of the last event handled), or 0")
+            }
+            after = value
+        }
+        var limit = defaultLimit
+        if let text = request.uri.queryParameters.get("limit") {
+            guard let value = Int(text), (1...maximumLimit).contains(value) else {
+                throw APIError.invalidRequest("limit is \"\(text)\"; expected 1 to \(maximumLimit)")
+            }
+            limit = value
+        }
+        return (after, limit)
+    }
+
+    /// The page of at most `limit` events of `events` (read with one more, to know whether there
+    /// are more).
+    static func page(
+        _ events: [FeedEvent], after: Int64, limit: Int, into json: JSONObjectText = JSONObjectText()
+    ) -> JSONObjectText {
+        let page = events.prefix(limit)
+        var json = json
+        json.member("events", jsonArray: page.map(\.json))
+        json.member("after", String(page.last?.id ?? after))
+        json.member("has_more", events.count > limit)
+        return json
+    }
+}
