@@ -22,6 +22,8 @@ import ReceiptKit
 ///   answered, so that a sync fetches only what is new (``ReconcileRows``).
 /// - `reconcile_cursor` (from v7): one row, the instant up to which Get Notification History has
 ///   been read and committed, and the lease of the server running a window.
+/// - `transaction_copies_transaction_id` (v9): an index of the copies by transaction id, for the
+///   console's search.
 enum Schema {
     /// Where the two databases' SQL differs.
     enum Dialect: Sendable {
@@ -294,6 +296,12 @@ enum Schema {
                 """,
                 "INSERT INTO reconcile_cursor (id, position, lease_owner, lease_until) VALUES (1, NULL, NULL, 0)",
             ]
+        },
+        // The console finds a purchase by any of its transaction ids, a renewal's included (the
+        // first is the original transaction id, which `subscriptions` leads with): without this,
+        // a scan of every copy. One more B-tree entry per transaction copy stored.
+        Migration(id: "v9-transaction-copies-by-transaction-id") { _ in
+            ["CREATE INDEX transaction_copies_transaction_id ON transaction_copies (transaction_id)"]
         },
     ]
 
