@@ -30,7 +30,8 @@ public func buildApplication(
     let verifier = AppStoreVerifier(configuration.verifier)
     var environment = RouteEnvironment(
         verifier: verifier, store: store, metrics: ServerMetrics(), clock: clock,
-        readinessTimeout: min(Duration.seconds(2), configuration.requestTimeout / 2))
+        readinessTimeout: min(Duration.seconds(2), configuration.requestTimeout / 2),
+        rejections: NotificationRejections(since: Timestamp(clock())))
     // Finished once the store is migrated: the periodic reconcile waits for it.
     let (migrated, migratedContinuation) = AsyncStream.makeStream(of: Void.self)
     var reconciler: Reconciler?
@@ -55,6 +56,8 @@ public func buildApplication(
     router.add(middleware: RequestLogMiddleware(metrics: environment.metrics, timeout: configuration.requestTimeout))
     HealthController(environment: environment).add(to: router)
     NotificationController(environment: environment).add(to: router)
+    let console = ConsoleController(environment: environment, tokenRequired: configuration.apiToken != nil)
+    console.addPage(to: router)
     let authenticated = router.group().add(middleware: BearerTokenMiddleware(token: configuration.apiToken.map { Array($0.utf8) }))
     VerifyReceiptController(environment: environment).add(to: authenticated)
     let v1 = authenticated.group("v1")
@@ -62,6 +65,7 @@ public func buildApplication(
     EntitlementController(environment: environment).add(to: v1)
     ReconcileController(environment: environment, reconciler: reconciler).add(to: v1)
     OfferController(environment: environment).add(to: v1)
+    console.add(to: v1)
 
     var app = Application(
         router: router,
