@@ -107,11 +107,11 @@ struct TestServer: Sendable {
     let searchPath: String?
 
     /// Runs `test` against a server on a new database (reached through `postgresPort` instead of
-    /// the test database's own port, if given).
+    /// the test database's own port, if given), whose clock is `now`, or `clock` when given.
     static func run(
         _ backend: Backend, environment: [String: String] = Vectors.environment, token: String? = testToken,
-        now: Date = Date(timeIntervalSince1970: 1_750_000_000), logger: Logger = .silent, postgresPort: Int? = nil,
-        configure: (inout ServerConfiguration) -> Void = { _ in },
+        now: Date = Date(timeIntervalSince1970: 1_750_000_000), clock: (@Sendable () -> Date)? = nil,
+        logger: Logger = .silent, postgresPort: Int? = nil, configure: (inout ServerConfiguration) -> Void = { _ in },
         _ test: @escaping @Sendable (TestServer) async throws -> Void
     ) async throws {
         try await backend.withDatabase { location, searchPath in
@@ -124,7 +124,7 @@ struct TestServer: Sendable {
             configuration.apiToken = token
             configure(&configuration)
             let app = try buildApplication(
-                configuration: configuration, logger: logger, postgresSearchPath: searchPath, clock: { now })
+                configuration: configuration, logger: logger, postgresSearchPath: searchPath, clock: clock ?? { now })
             try await app.test(.live) { client in
                 try await test(TestServer(client: client, location: location, searchPath: searchPath))
             }
