@@ -363,7 +363,7 @@ enum ConsoleScript {
               const date = new Date(cursor);
               const left = x(cursor);
               picture.appendChild(svg('line', { class: 'tick', x1: left, x2: left, y1: 100, y2: 110 }));
-              if (left - previous > 50) {
+              if (left - previous > 50 && left + 48 < width) {
                 picture.appendChild(svg('text', { x: left + 2, y: 122 }, MONTHS[date.getUTCMonth()] + ' ' + date.getUTCFullYear()));
                 previous = left;
               }

@@ -119,7 +119,9 @@ struct ConsoleBrowserTests {
                 // The same customer on a phone: nothing wider than the screen.
                 try await browser.setWindow(width: 390, height: 844)
                 try await browser.wait(
-                    for: "the narrow timeline", "return document.querySelector('svg.timeline').getBoundingClientRect().width <= 390")
+                    for: "the timeline redrawn for the width",
+                    "return Number(document.querySelector('svg.timeline').getAttribute('width')) <= 390")
+                #expect(try await browser.execute("return document.querySelectorAll('svg.timeline rect[data-kind=period]').length") as? Int == 5)
                 let width = try await browser.execute("return document.documentElement.scrollWidth") as? Int ?? .max
                 #expect(width <= 390)
                 try await browser.execute("window.scrollTo(0, 0)")
