@@ -320,10 +320,12 @@ enum ConsoleScript {
             const records = new Map(timeline.records.map((item) => [item.id, item]));
             const picture = svg('svg', { class: 'timeline', viewBox: '0 0 ' + width + ' ' + height, width, height, role: 'img',
               'aria-label': 'Timeline of subscription ' + originalTransactionId });
+            const spanLabel = (span) => WORDS[span.status] + ' ' + when(span.from) + ' – ' + (span.to ? when(span.to) : 'now and on');
+            const openSpan = (span) => ({ click: () => showRecords(recordPanel, span.records, records, spanLabel(span)) });
             for (const span of timeline.spans.filter((item) => item.status === 'grace_period' || item.status === 'billing_retry')) {
               picture.appendChild(svg('rect', { class: 'shade ' + span.status, x: x(ms(span.from)), y: 8, width: Math.max(1, x(end(span.to)) - x(ms(span.from))),
-                height: 96, 'data-kind': 'shade', 'data-status': span.status, 'data-from': span.from, 'data-to': span.to || '' },
-                svg('title', {}, WORDS[span.status] + ' ' + when(span.from) + ' – ' + when(span.to))));
+                height: 96, 'data-kind': 'shade', 'data-status': span.status, 'data-from': span.from, 'data-to': span.to || '', on: openSpan(span) },
+                svg('title', {}, spanLabel(span))));
             }
             for (const period of timeline.periods) {
               if (!period.start) continue;
@@ -340,8 +342,8 @@ enum ConsoleScript {
             }
             for (const span of timeline.spans) {
               picture.appendChild(svg('rect', { class: 'span ' + span.status, x: x(ms(span.from)), y: 52, width: Math.max(1, x(end(span.to)) - x(ms(span.from))), height: 10,
-                'data-kind': 'span', 'data-status': span.status, 'data-from': span.from, 'data-to': span.to || '' },
-                svg('title', {}, WORDS[span.status] + ' from ' + when(span.from))));
+                'data-kind': 'span', 'data-status': span.status, 'data-from': span.from, 'data-to': span.to || '', on: openSpan(span) },
+                svg('title', {}, spanLabel(span))));
             }
             for (const mark of timeline.marks) {
               const at = x(ms(mark.at));

@@ -64,6 +64,7 @@ enum ConsoleStyle {
         .span.billing_retry { fill: var(--retry); }
         .span.expired { fill: var(--expired); }
         .span.revoked { fill: var(--revoked); }
+        .shade, .span { cursor: pointer; }
         .shade.grace_period { fill: var(--grace); fill-opacity: .18; }
         .shade.billing_retry { fill: var(--retry); fill-opacity: .16; }
         .mark { cursor: pointer; }

@@ -18,7 +18,7 @@ import ReceiptKit
 ///   signed (auto-renew turned off or on, the product the subscription will renew as changed);
 /// - `records`: every stored record of the key, with what the console shows of it.
 ///
-/// Each period and mark names the records behind it by event id.
+/// Each period, span and mark names the records behind it by event id.
 struct SubscriptionTimeline {
     let key: SubscriptionKey
     private(set) var periods: [Period] = []
@@ -47,6 +47,9 @@ struct SubscriptionTimeline {
         var to: Timestamp?
         let status: SubscriptionStatus
         let isEntitled: Bool
+        /// The events whose copies became known at `from` (the records that started the span);
+        /// none when it starts at an instant a record named (an expiry, a grace period's end).
+        var records: [Int64] = []
     }
 
     /// Something that happened at an instant.
@@ -98,12 +101,18 @@ struct SubscriptionTimeline {
         var carriers: [String: [Int64]] = [:]
         var revokers: [String: [Int64]] = [:]
         var renewalInfos: [(info: StoredRecord.RenewalInfo, copy: LedgerCopy, event: Int64)] = []
+        var knownAt: [Int64: [Int64]] = [:]
+        func known(_ copy: LedgerCopy, in event: Int64) {
+            let instant = copy.knownFrom.millisecondsSince1970
+            if knownAt[instant]?.contains(event) != true { knownAt[instant, default: []].append(event) }
+        }
         for identified in events {
             let record = try StoredRecord(identified.event)
             records.append(Record(identified, record))
             for (transaction, copy) in record.transactionCopies(receivedAt: identified.event.receivedAt) where copy.key == key {
                 guard let id = copy.transactionId else { continue }
                 ledger.insert(copy)
+                known(copy, in: identified.id)
                 if carriers[id]?.last != identified.id { carriers[id, default: []].append(identified.id) }
                 if copy.revocationDate != nil, revokers[id]?.last != identified.id { revokers[id, default: []].append(identified.id) }
                 if let known = winners[id], !copy.supersedes(known.copy) { continue }
@@ -111,6 +120,7 @@ struct SubscriptionTimeline {
             }
             if let info = record.renewalInfo, info.belongs(to: key), let copy = record.renewalInfoCopy() {
                 ledger.insert(copy)
+                known(copy, in: identified.id)
                 renewalInfos.append((info, copy, identified.id))
             }
         }
@@ -121,7 +131,11 @@ struct SubscriptionTimeline {
                 revocationReason: winner.copy.revocationDate == nil ? nil : winner.transaction.revocationReason,
                 isUpgraded: winner.copy.isUpgraded, records: carriers[id] ?? [])
         }.sorted { (Self.milliseconds($0.start), $0.transactionId) < (Self.milliseconds($1.start), $1.transactionId) }
-        spans = Self.spans(of: key, in: ledger)
+        spans = Self.spans(of: key, in: ledger).map { span in
+            var span = span
+            span.records = knownAt[span.from.millisecondsSince1970] ?? []
+            return span
+        }
         marks = Self.periodMarks(periods, revokers: revokers) + Self.renewalIntentMarks(renewalInfos)
         marks.sort { ($0.at, $0.kind.rawValue) < ($1.at, $1.kind.rawValue) }
     }
@@ -260,6 +274,7 @@ struct SubscriptionTimeline {
             object.member("to", span.to?.iso8601)
             object.member("status", span.status.rawValue)
             object.member("entitled", span.isEntitled)
+            object.member("records", json: Self.ids(span.records))
             return object.text
         })
         json.member("marks", jsonArray: marks.map { mark in

@@ -97,6 +97,17 @@ struct ConsoleBrowserTests {
                     for: "the renewal's record",
                     "return document.querySelector('.record-panel [data-field=notification_type]')?.textContent === 'DID_RENEW'")
 
+                // The billing retry's shading opens the DID_FAIL_TO_RENEW that started it.
+                try await browser.execute("document.querySelector('svg.timeline').scrollIntoView({block: 'center'})")
+                let shade = try #require(try await browser.execute("""
+                    const box = document.querySelector('rect[data-kind=shade][data-status=billing_retry]').getBoundingClientRect();
+                    return [box.left + box.width / 2, box.top + 4];
+                    """) as? [Double])
+                try await browser.click(x: shade[0], y: shade[1])
+                try await browser.wait(
+                    for: "the billing retry's record",
+                    "return document.querySelector('.record-panel [data-field=notification_type]')?.textContent === 'DID_FAIL_TO_RENEW'")
+
                 // A click on the axis between two paid periods: billing retry, as of that instant.
                 try await browser.execute("document.querySelector('svg.timeline').scrollIntoView({block: 'center'})")
                 let point = try #require(try await browser.execute("""

@@ -57,12 +57,23 @@ struct ConsoleRouteTests {
                 }
             }
 
+            // A span opens the records that started it: billing retry and grace period their
+            // DID_FAIL_TO_RENEW; an expiry none; the recovery its DID_RENEW and the next
+            // DID_FAIL_TO_RENEW, which carries the same copy of 7004.
+            let records = try #require(timeline["records"] as? [Object])
+            func types(_ ids: Any?) -> [String?] {
+                (ids as? [Int] ?? []).map { id in records.first { $0["id"] as? Int == id }?["notification_type"] as? String }
+            }
+            #expect(spans.map { types($0["records"]) } == [
+                ["SUBSCRIBED"], [], ["DID_FAIL_TO_RENEW"], ["DID_RENEW", "DID_FAIL_TO_RENEW"], [], ["DID_FAIL_TO_RENEW"], ["DID_RENEW"],
+                ["REFUND"],
+            ])
+
             // One mark, the refund, opening the REFUND notification.
             let marks = try #require(timeline["marks"] as? [Object])
             #expect(marks.map { $0["kind"] as? String } == ["revocation"])
             #expect(marks.first?["at"] as? String == iso(t0 + 110 * day))
             #expect(marks.first?["reason"] as? String == "refunded_for_other_reason")
-            let records = try #require(timeline["records"] as? [Object])
             #expect(records.count == 8)
             let refundIds = try #require(marks.first?["records"] as? [Int])
             let refund = try #require(records.first { $0["id"] as? Int == refundIds.first })
