@@ -94,6 +94,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // The tests' shared state behind the same pthread lock as the server's (Locked).
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                // The console's tests drive chromedriver over its WebDriver HTTP protocol.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

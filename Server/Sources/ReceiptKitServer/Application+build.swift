@@ -37,7 +37,8 @@ public func buildApplication(
     let verifier = AppStoreVerifier(configuration.verifier)
     var environment = RouteEnvironment(
         verifier: verifier, store: store, outbox: store, consumption: store, metrics: metrics, clock: clock,
-        readinessTimeout: min(Duration.seconds(2), configuration.requestTimeout / 2))
+        readinessTimeout: min(Duration.seconds(2), configuration.requestTimeout / 2),
+        rejections: NotificationRejections(since: Timestamp(clock())))
     // Each finished once the store is migrated: the periodic reconcile, the sweep and the
     // delivery wait for it.
     let (migrated, migratedContinuation) = AsyncStream.makeStream(of: Void.self)
@@ -88,6 +89,8 @@ public func buildApplication(
     router.add(middleware: RequestLogMiddleware(metrics: environment.metrics, timeout: configuration.requestTimeout))
     HealthController(environment: environment).add(to: router)
     NotificationController(environment: environment).add(to: router)
+    let console = ConsoleController(environment: environment, tokenRequired: configuration.apiToken != nil)
+    console.addPage(to: router)
     let authenticated = router.group().add(middleware: BearerTokenMiddleware(token: configuration.apiToken.map { Array($0.utf8) }))
     VerifyReceiptController(environment: environment).add(to: authenticated)
     let v1 = authenticated.group("v1")
@@ -98,6 +101,7 @@ public func buildApplication(
     FeedController(environment: environment).add(to: v1)
     DeliveryController(environment: environment, retryWindow: events.retryWindow).add(to: v1)
     ConsumptionController(environment: environment).add(to: v1)
+    console.add(to: v1)
 
     var app = Application(
         router: router,

@@ -11,46 +11,10 @@ import Testing
 struct CustomerStoryTests {
     @Test("free trial → renewals → billing retry → recovery → grace period → recovery → refund", arguments: Backend.available)
     func story(backend: Backend) async throws {
-        let p = try Payloads()
-        let t0 = ms("2025-06-01T12:00:00Z")
-        let hour: Int64 = 3_600_000
-        let original = "7000"
-        let customer = "alice-token"
-        func transaction(_ id: String, _ start: Int64, _ days: Int64, signed: Int64? = nil, trial: Bool = false, revoked: Int64? = nil) throws -> String {
-            try p.transaction(
-                id: id, original: original, purchase: start, expires: start + days * day, signed: signed ?? start,
-                token: customer, freeTrial: trial, revocation: revoked, revocationReason: revoked == nil ? nil : 0)
-        }
-
-        // Each step: the notification, then the status expected as of `at`.
-        let purchase = try p.notification(
-            type: "SUBSCRIBED", subtype: "INITIAL_BUY", signed: t0, transaction: transaction("7001", t0, 7, trial: true),
-            renewalInfo: p.renewalInfo(original: original, signed: t0, renewalDate: t0 + 7 * day))
-        let renewal1 = try p.notification(
-            type: "DID_RENEW", signed: t0 + 7 * day, transaction: transaction("7002", t0 + 7 * day, 30),
-            renewalInfo: p.renewalInfo(original: original, signed: t0 + 7 * day, renewalDate: t0 + 37 * day))
-        let renewal2 = try p.notification(
-            type: "DID_RENEW", signed: t0 + 37 * day, transaction: transaction("7003", t0 + 37 * day, 30),
-            renewalInfo: p.renewalInfo(original: original, signed: t0 + 37 * day, renewalDate: t0 + 67 * day))
-        let billingRetry = try p.notification(
-            type: "DID_FAIL_TO_RENEW", signed: t0 + 67 * day + hour, transaction: transaction("7003", t0 + 37 * day, 30),
-            renewalInfo: p.renewalInfo(original: original, signed: t0 + 67 * day + hour, billingRetry: true, expirationIntent: 2))
-        let recovery1 = try p.notification(
-            type: "DID_RENEW", subtype: "BILLING_RECOVERY", signed: t0 + 70 * day, transaction: transaction("7004", t0 + 70 * day, 30),
-            renewalInfo: p.renewalInfo(original: original, signed: t0 + 70 * day, billingRetry: false, renewalDate: t0 + 100 * day))
-        let grace = try p.notification(
-            type: "DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", signed: t0 + 100 * day + hour,
-            transaction: transaction("7004", t0 + 70 * day, 30),
-            renewalInfo: p.renewalInfo(
-                original: original, signed: t0 + 100 * day + hour, billingRetry: true, gracePeriodExpires: t0 + 106 * day,
-                expirationIntent: 2))
-        let recovery2 = try p.notification(
-            type: "DID_RENEW", subtype: "BILLING_RECOVERY", signed: t0 + 103 * day, transaction: transaction("7005", t0 + 103 * day, 30),
-            renewalInfo: p.renewalInfo(original: original, signed: t0 + 103 * day, billingRetry: false, renewalDate: t0 + 133 * day))
-        let refund = try p.notification(
-            type: "REFUND", signed: t0 + 110 * day,
-            transaction: transaction("7005", t0 + 103 * day, 30, signed: t0 + 110 * day, revoked: t0 + 110 * day),
-            renewalInfo: nil)
+        let story = try CustomerStory(Payloads())
+        let (t0, hour, original, customer) = (CustomerStory.start, CustomerStory.hour, CustomerStory.original, CustomerStory.customer)
+        let (purchase, renewal1, renewal2, billingRetry) = (story.purchase, story.renewal1, story.renewal2, story.billingRetry)
+        let (recovery1, grace, recovery2, refund) = (story.recovery1, story.grace, story.recovery2, story.refund)
 
         struct Step {
             let name: String

@@ -6,13 +6,19 @@ import ReceiptKit
 /// `{"signedPayload": "…"}`. Apple retries every answer but 200, so 200 means stored and
 /// folded (committed); a notification that fails verification is 400 (413 over the size limit,
 /// 415 when the body is not JSON), and a database failure is 503 so that Apple retries. A replay
-/// (the same `notificationUUID`) is 200 and changes nothing.
+/// (the same `notificationUUID`) is 200 and changes nothing. A refusal is counted for the
+/// console (``NotificationRejections``).
 struct NotificationController {
     let environment: RouteEnvironment
 
     func add(to router: Router<ServerRequestContext>) {
         router.post("appstore/notifications") { request, context in
-            try await notification(request, context: context)
+            do {
+                return try await notification(request, context: context)
+            } catch let error as APIError where (400..<500).contains(error.status.code) {
+                environment.rejections.record(.init(at: environment.now, code: error.code, message: error.message))
+                throw error
+            }
         }
     }
 

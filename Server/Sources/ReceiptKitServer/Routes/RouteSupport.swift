@@ -2,8 +2,8 @@ import Foundation
 import Hummingbird
 import ReceiptKit
 
-/// What every route shares: the verifier, the store, the metrics, the clock, and how long
-/// `/readyz` waits for the database.
+/// What every route shares: the verifier, the store, the metrics, the clock, how long `/readyz`
+/// waits for the database, and the notifications refused since the process started.
 struct RouteEnvironment: Sendable {
     let verifier: AppStoreVerifier
     let store: any EntitlementStore
@@ -17,6 +17,8 @@ struct RouteEnvironment: Sendable {
     let readinessTimeout: Duration
     /// The App Store Server API, or `nil` when reconciliation is off.
     var apple: AppleSync? = nil
+    /// The notifications this process refused, for the console (never stored).
+    let rejections: NotificationRejections
 
     /// The configured bundle id, which every input must carry (renewal infos carry none).
     var bundleId: String { verifier.configuration.bundleId ?? "" }

@@ -66,42 +66,20 @@ enum VerifyReceiptHistory {
     private static func winningCopies(of events: [StoredEvent], keys: Set<SubscriptionKey>) throws
         -> (transactions: [Listed], renewalInfos: [SubscriptionKey: (info: StoredRecord.RenewalInfo, copy: LedgerCopy)])
     {
-        // The record's members by their schema names, as NormalizedTransaction decodes them.
-        let decoder = JSONDecoder()
         var transactions: [TransactionSlot: Listed] = [:]
         var renewalInfos: [SubscriptionKey: (info: StoredRecord.RenewalInfo, copy: LedgerCopy)] = [:]
         for event in events {
-            let record: StoredRecord
-            do {
-                record = try decoder.decode(StoredRecord.self, from: Data(event.record.utf8))
-            } catch {
-                throw StoreError("a stored \(event.kind) record does not decode: \(error)")
-            }
-            let notificationDate = record.notification?.signedDate?.timestamp
-            let isRevocation = ["REFUND", "REVOKE"].contains(record.notification?.type)
-            let validatedAt = record.validatedAt?.timestamp ?? Timestamp(millisecondsSince1970: event.receivedAt)
-            for transaction in record.transactions ?? [] {
-                guard let id = transaction.transactionId, let key = SubscriptionKey(transaction), keys.contains(key),
-                      let copy = EntitlementLedger.copy(
-                        of: transaction, receiptCreationDate: record.app?.receiptCreationDate?.timestamp,
-                        notificationSignedDate: notificationDate, isRevocation: isRevocation, validatedAt: validatedAt)
-                else { continue }
+            let record = try StoredRecord(event)
+            for (transaction, copy) in record.transactionCopies(receivedAt: event.receivedAt) {
+                guard let id = transaction.transactionId, let key = copy.key, keys.contains(key) else { continue }
                 let slot = TransactionSlot(key: key, transactionId: id)
                 if let known = transactions[slot], !copy.supersedes(known.copy) { continue }
                 var element = VerifyReceiptTransaction(transaction)
                 element.cancellationDate = copy.revocationDate
                 transactions[slot] = Listed(element: element, key: key, copy: copy)
             }
-            if let info = record.renewalInfo, let id = info.originalTransactionId,
-               let key = keys.first(where: { info.belongs(to: $0) }) {
-                let copy = EntitlementLedger.renewalInfoCopy(
-                    originalTransactionId: id, environment: info.environment ?? "", signedDate: info.signedDate?.timestamp,
-                    notificationSignedDate: notificationDate, renewalDate: info.renewalDate?.timestamp,
-                    gracePeriodExpiresDate: info.gracePeriodExpiresDate?.timestamp,
-                    autoRenewStatus: info.autoRenewStatus.flatMap { Int32($0.text) },
-                    expirationIntent: info.expirationIntent.flatMap { Int32($0.text) },
-                    isInBillingRetryPeriod: info.isInBillingRetryPeriod == true, productId: info.productId,
-                    autoRenewProductId: info.autoRenewProductId, appAccountToken: info.appAccountToken)
+            if let info = record.renewalInfo, let key = keys.first(where: { info.belongs(to: $0) }),
+               let copy = record.renewalInfoCopy() {
                 if let known = renewalInfos[key], !copy.supersedes(known.copy) { continue }
                 renewalInfos[key] = (info, copy)
             }
@@ -130,107 +108,5 @@ enum VerifyReceiptHistory {
         element.offerCodeRefName = info?.offer?.type == "offer_code" ? info?.offer?.id : nil
         element.promotionalOfferId = info?.offer?.type == "promotional" ? info?.offer?.id : nil
         return element
-    }
-}
-
-/// The members of a stored record (`verify-receipt`'s JSON) that verifyReceipt's arrays need, by
-/// the names `docs/output-schema.md` gives them.
-private struct StoredRecord: Decodable {
-    let transactions: [NormalizedTransaction]?
-    let notification: Notification?
-    let renewalInfo: RenewalInfo?
-    let app: App?
-    let validatedAt: Instant?
-
-    private enum CodingKeys: String, CodingKey {
-        case transactions, notification, app
-        case renewalInfo = "renewal_info"
-        case validatedAt = "validated_at"
-    }
-
-    struct Offer: Decodable {
-        let type: String?
-        let id: String?
-    }
-
-    struct Notification: Decodable {
-        let type: String?
-        let signedDate: Instant?
-
-        private enum CodingKeys: String, CodingKey {
-            case type
-            case signedDate = "signed_date"
-        }
-    }
-
-    struct RenewalInfo: Decodable {
-        let environment: String?
-        let originalTransactionId: String?
-        let productId: String?
-        let autoRenewProductId: String?
-        let autoRenewStatus: Scalar?
-        let expirationIntent: Scalar?
-        let isInBillingRetryPeriod: Bool?
-        let gracePeriodExpiresDate: Instant?
-        let renewalDate: Instant?
-        let priceIncreaseStatus: Scalar?
-        let offer: Offer?
-        let appAccountToken: String?
-        let signedDate: Instant?
-
-        private enum CodingKeys: String, CodingKey {
-            case environment, offer
-            case originalTransactionId = "original_transaction_id"
-            case productId = "product_id"
-            case autoRenewProductId = "auto_renew_product_id"
-            case autoRenewStatus = "auto_renew_status"
-            case expirationIntent = "expiration_intent"
-            case isInBillingRetryPeriod = "is_in_billing_retry_period"
-            case gracePeriodExpiresDate = "grace_period_expires_date"
-            case renewalDate = "renewal_date"
-            case appAccountToken = "app_account_token"
-            case priceIncreaseStatus = "price_increase_status"
-            case signedDate = "signed_date"
-        }
-
-        /// Whether it is the renewal info of `key` (renewal infos carry no bundle id).
-        func belongs(to key: SubscriptionKey) -> Bool {
-            originalTransactionId == key.originalTransactionId && (environment ?? "") == key.environment
-        }
-    }
-
-    struct App: Decodable {
-        let receiptCreationDate: Instant?
-
-        private enum CodingKeys: String, CodingKey {
-            case receiptCreationDate = "receipt_creation_date"
-        }
-    }
-}
-
-/// A date of a stored record: its ISO 8601 text, read back as an instant.
-private struct Instant: Decodable {
-    let timestamp: Timestamp
-
-    init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        guard let timestamp = Timestamp(rfc3339: text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a date: \(text)"))
-        }
-        self.timestamp = timestamp
-    }
-}
-
-/// A number (or a string) of a stored record, as the text verifyReceipt writes numbers in.
-private struct Scalar: Decodable {
-    let text: String
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let number = try? container.decode(Int64.self) {
-            text = String(number)
-        } else {
-            text = try container.decode(String.self)
-        }
     }
 }

@@ -7,7 +7,7 @@ public import ReceiptKit
 ///
 /// Every method that writes runs one database transaction and returns only once it has
 /// committed: a route answers 200 only after that.
-public protocol EntitlementStore: ReconcileStore {
+public protocol EntitlementStore: ReconcileStore, ConsoleStore {
     /// Applies the migrations not yet applied. Safe to call from several servers at once.
     func migrate() async throws
     /// Throws unless the database accepts a write now: takes the lock a write of an event takes,

@@ -565,3 +565,45 @@ extension PostgresStore: ConsumptionStore {
         return answered
     }
 }
+// MARK: The console (``ConsoleStore``, statements in ``ConsoleRows``)
+
+extension PostgresStore {
+    public func keys(transactionId: String) async throws -> [SubscriptionKey] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            LedgerRows.keys(try await connection.rows(ConsoleRows.keysOfTransactionId, [.text(transactionId)], logger: logger))
+        }
+    }
+
+    public func subscriptionKeys(limit: Int) async throws -> (keys: [SubscriptionKey], total: Int) {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            let total = try await connection.rows(ConsoleRows.subscriptionCount, [], logger: logger).first?.first?.integer ?? 0
+            let keys = LedgerRows.keys(try await connection.rows(ConsoleRows.firstKeys, [.integer(Int64(limit))], logger: logger))
+            return (keys, Int(total))
+        }
+    }
+
+    public func notificationTypes(before id: Int64, limit: Int) async throws -> [NotificationSighting] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            ConsoleRows.sightings(try await connection.rows(
+                ConsoleRows.notificationTypes(.postgres), [.integer(id), .integer(Int64(limit))], logger: logger))
+        }
+    }
+
+    public func latestNotifications(limit: Int) async throws -> [IdentifiedEvent] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            ConsoleRows.identifiedEvents(try await connection.rows(ConsoleRows.latestNotifications, [.integer(Int64(limit))], logger: logger))
+        }
+    }
+
+    public func identifiedEvents(touching key: SubscriptionKey) async throws -> [IdentifiedEvent] {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            ConsoleRows.identifiedEvents(try await connection.rows(LedgerRows.eventsOfKey, LedgerRows.keyValues(key), logger: logger))
+                .sorted { $0.id < $1.id }
+        }
+    }
+}

@@ -478,3 +478,36 @@ extension SQLiteStore {
         try await pool.write { db in try db.execute(StoreWrite(ReconcileRows.release, [.text(owner)])) }
     }
 }
+
+// MARK: The console (``ConsoleStore``, statements in ``ConsoleRows``)
+
+extension SQLiteStore {
+    public func keys(transactionId: String) async throws -> [SubscriptionKey] {
+        try await pool.read { db in LedgerRows.keys(try db.rows(ConsoleRows.keysOfTransactionId, [.text(transactionId)])) }
+    }
+
+    public func subscriptionKeys(limit: Int) async throws -> (keys: [SubscriptionKey], total: Int) {
+        try await pool.read { db in
+            let total = try db.rows(ConsoleRows.subscriptionCount, []).first?.first?.integer ?? 0
+            return (LedgerRows.keys(try db.rows(ConsoleRows.firstKeys, [.integer(Int64(limit))])), Int(total))
+        }
+    }
+
+    public func notificationTypes(before id: Int64, limit: Int) async throws -> [NotificationSighting] {
+        try await pool.read { db in
+            ConsoleRows.sightings(try db.rows(ConsoleRows.notificationTypes(.sqlite), [.integer(id), .integer(Int64(limit))]))
+        }
+    }
+
+    public func latestNotifications(limit: Int) async throws -> [IdentifiedEvent] {
+        try await pool.read { db in
+            ConsoleRows.identifiedEvents(try db.rows(ConsoleRows.latestNotifications, [.integer(Int64(limit))]))
+        }
+    }
+
+    public func identifiedEvents(touching key: SubscriptionKey) async throws -> [IdentifiedEvent] {
+        try await pool.read { db in
+            ConsoleRows.identifiedEvents(try db.rows(LedgerRows.eventsOfKey, LedgerRows.keyValues(key))).sorted { $0.id < $1.id }
+        }
+    }
+}

@@ -30,6 +30,8 @@ import ReceiptKit
 ///   the counter in commit order; `subscriptions` holds each key's state as the feed last
 ///   derived it and `next_change_at` (``FeedRows``); `events.source` says where an input came
 ///   from.
+/// - `transaction_copies_transaction_id` (v9): an index of the copies by transaction id, for the
+///   console's search.
 enum Schema {
     /// Where the two databases' SQL differs.
     enum Dialect: Sendable {
@@ -411,6 +413,12 @@ enum Schema {
                 )
                 """,
             ]
+        },
+        // The console finds a purchase by any of its transaction ids, a renewal's included (the
+        // first is the original transaction id, which `subscriptions` leads with): without this,
+        // a scan of every copy. One more B-tree entry per transaction copy stored.
+        Migration(id: "v9-transaction-copies-by-transaction-id") { _ in
+            ["CREATE INDEX transaction_copies_transaction_id ON transaction_copies (transaction_id)"]
         },
     ]
 

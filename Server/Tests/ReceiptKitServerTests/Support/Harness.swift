@@ -108,7 +108,7 @@ struct TestServer: Sendable {
     let searchPath: String?
 
     /// Runs `test` against a server on a new database (reached through `postgresPort` instead of
-    /// the test database's own port, if given).
+    /// the test database's own port, if given), whose clock is `now`, or `clock` when given.
     static func run(
         _ backend: Backend, environment: [String: String] = Vectors.environment, token: String? = testToken,
         now: Date = Date(timeIntervalSince1970: 1_750_000_000), clock: (@Sendable () -> Date)? = nil, logger: Logger = .silent,

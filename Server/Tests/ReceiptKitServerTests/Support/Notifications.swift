@@ -14,17 +14,19 @@ struct Payloads: Sendable {
     /// A signed auto-renewable subscription transaction.
     func transaction(
         id: String, original: String, purchase: Int64, expires: Int64, signed: Int64, token: String? = nil,
-        freeTrial: Bool = false, revocation: Int64? = nil, revocationReason: Int? = nil, webOrderLineItemId: String? = nil
+        freeTrial: Bool = false, revocation: Int64? = nil, revocationReason: Int? = nil, webOrderLineItemId: String? = nil,
+        product: String = Self.productId, upgraded: Bool = false
     ) throws -> String {
         var members: [String: Any] = [
             "transactionId": id, "originalTransactionId": original, "bundleId": Self.bundleId,
-            "productId": Self.productId, "subscriptionGroupIdentifier": "21581234", "purchaseDate": purchase,
+            "productId": product, "subscriptionGroupIdentifier": "21581234", "purchaseDate": purchase,
             "originalPurchaseDate": purchase, "expiresDate": expires, "quantity": 1,
             "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED", "signedDate": signed,
             "environment": "Sandbox", "transactionReason": "PURCHASE", "storefront": "USA", "storefrontId": "143441",
             "price": freeTrial ? 0 : 9990, "currency": "USD",
         ]
         if let token { members["appAccountToken"] = token }
+        if upgraded { members["isUpgraded"] = true }
         if let webOrderLineItemId { members["webOrderLineItemId"] = webOrderLineItemId }
         if freeTrial {
             members["offerType"] = 1
@@ -41,10 +43,10 @@ struct Payloads: Sendable {
     /// A signed renewal info.
     func renewalInfo(
         original: String, signed: Int64, autoRenew: Bool = true, billingRetry: Bool? = nil, gracePeriodExpires: Int64? = nil,
-        renewalDate: Int64? = nil, expirationIntent: Int? = nil
+        renewalDate: Int64? = nil, expirationIntent: Int? = nil, product: String = Self.productId, renewsAs: String? = nil
     ) throws -> String {
         var members: [String: Any] = [
-            "originalTransactionId": original, "autoRenewProductId": Self.productId, "productId": Self.productId,
+            "originalTransactionId": original, "autoRenewProductId": renewsAs ?? product, "productId": product,
             "autoRenewStatus": autoRenew ? 1 : 0, "signedDate": signed, "environment": "Sandbox",
         ]
         if let billingRetry { members["isInBillingRetryPeriod"] = billingRetry }

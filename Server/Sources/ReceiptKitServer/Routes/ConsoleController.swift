@@ -1,0 +1,128 @@
+import Foundation
+import Hummingbird
+import ReceiptKit
+
+/// The operator's console: its page at `/console/` and the JSON it reads.
+///
+/// The page, its script, style sheet and icon (``ConsoleAssets``, embedded in the binary) carry no
+/// data and need no token: everything the page shows it reads from `/v1/*` with the token the
+/// operator signs in with, through the same bearer middleware as every other `/v1/*` route.
+///
+/// - `GET /v1/overview`: ``ConsoleOverview``.
+/// - `GET /v1/search?q=TEXT`: `{"query", "matches": [match, …]}`, each match
+///   `{"type": "customer" | "subscription" | "transaction", "customer_id"?, "transaction_id"?,
+///   "subscriptions": [{"bundle_id", "environment", "original_transaction_id"}, …]}`: the text as a
+///   customer id (an `appAccountToken` is linked as one; a token in capitals is looked up in
+///   lower case too, as Apple writes it), as an original transaction id, and as the transaction id
+///   of any stored copy (a renewal's).
+/// - `GET /v1/subscriptions/{original_transaction_id}/timeline`: `{"original_transaction_id",
+///   "now", "subscriptions": [timeline, …]}`, one ``SubscriptionTimeline`` per key with that id;
+///   404 `not_found` when there is none.
+struct ConsoleController {
+    let environment: RouteEnvironment
+    /// Whether the API requires a token (the page then asks for it before reading anything).
+    let tokenRequired: Bool
+
+    /// The page and its assets, which need no token.
+    func addPage(to router: Router<ServerRequestContext>) {
+        let page = ConsoleAssets.page(tokenRequired: tokenRequired)
+        router.get("console") { _, _ in ConsoleAssets.response(page) }
+        router.get("console/{asset}") { _, context in
+            let name = try RouteEnvironment.pathParameter("asset", in: context)
+            guard let asset = ConsoleAssets.asset(named: name) else {
+                throw APIError(.notFound, "not_found", "the console has no asset \(name)")
+            }
+            return ConsoleAssets.response(asset)
+        }
+    }
+
+    /// The JSON routes, behind the bearer middleware.
+    func add(to group: RouterGroup<ServerRequestContext>) {
+        group.get("overview") { _, _ in
+            Response.json(try await ConsoleOverview(environment: environment).json(now: environment.now))
+        }
+        group.get("search") { request, _ in
+            try await search(request)
+        }
+        group.get("subscriptions/{original_transaction_id}/timeline") { _, context in
+            let id = try RouteEnvironment.pathParameter("original_transaction_id", in: context)
+            return try await timeline(originalTransactionId: id)
+        }
+    }
+
+    /// The longest search text taken.
+    static let maximumQueryLength = 1_024
+
+    func search(_ request: Request) async throws -> Response {
+        let query = (request.uri.queryParameters.get("q") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !query.isEmpty else {
+            throw APIError.invalidRequest("q is empty; give a customer id, an original transaction id, a transaction id or an appAccountToken")
+        }
+        guard query.utf8.count <= Self.maximumQueryLength else {
+            throw APIError.invalidRequest("q is longer than \(Self.maximumQueryLength) bytes")
+        }
+        let store = environment.store
+        var matches: [String] = []
+        var customerIds = [query]
+        // Apple writes an appAccountToken, a UUID, in lower case; one copied from elsewhere may not be.
+        if let uuid = UUID(uuidString: query), uuid.uuidString.lowercased() != query {
+            customerIds.append(uuid.uuidString.lowercased())
+        }
+        for customerId in customerIds {
+            let keys = try await environment.read { try await store.keys(customerId: customerId) }
+            guard !keys.isEmpty else { continue }
+            var match = JSONObjectText()
+            match.member("type", "customer")
+            match.member("customer_id", customerId)
+            match.member("subscriptions", jsonArray: keys.map(Self.keyJSON))
+            matches.append(match.text)
+        }
+        let subscriptionKeys = try await environment.read { try await store.keys(originalTransactionId: query) }
+        if !subscriptionKeys.isEmpty {
+            var match = JSONObjectText()
+            match.member("type", "subscription")
+            match.member("subscriptions", jsonArray: subscriptionKeys.map(Self.keyJSON))
+            matches.append(match.text)
+        }
+        // A first purchase's transaction id is its original transaction id, found above.
+        let transactionKeys = try await environment.read { try await store.keys(transactionId: query) }
+            .filter { !subscriptionKeys.contains($0) }
+        if !transactionKeys.isEmpty {
+            var match = JSONObjectText()
+            match.member("type", "transaction")
+            match.member("transaction_id", query)
+            match.member("subscriptions", jsonArray: transactionKeys.map(Self.keyJSON))
+            matches.append(match.text)
+        }
+        var json = JSONObjectText()
+        json.member("query", query)
+        json.member("matches", jsonArray: matches)
+        return .json(json.text)
+    }
+
+    func timeline(originalTransactionId id: String) async throws -> Response {
+        let store = environment.store
+        let keys = try await environment.read { try await store.keys(originalTransactionId: id) }
+        guard !keys.isEmpty else {
+            throw APIError(.notFound, "not_found", "no subscription with original transaction id \(id) is stored")
+        }
+        var timelines: [String] = []
+        for key in keys {
+            let events = try await environment.read { try await store.identifiedEvents(touching: key) }
+            timelines.append(try SubscriptionTimeline(key: key, events: events).json())
+        }
+        var json = JSONObjectText()
+        json.member("original_transaction_id", id)
+        json.member("now", environment.now.iso8601)
+        json.member("subscriptions", jsonArray: timelines)
+        return .json(json.text)
+    }
+
+    private static func keyJSON(_ key: SubscriptionKey) -> String {
+        var json = JSONObjectText()
+        json.member("bundle_id", key.bundleId)
+        json.member("environment", key.environment)
+        json.member("original_transaction_id", key.originalTransactionId)
+        return json.text
+    }
+}

@@ -1,0 +1,262 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ReceiptKitServer
+import Testing
+
+/// The console in a real browser — headless Chromium driven over WebDriver — against a server on
+/// loopback filled with the customer story: sign in, the overview, search, the customer, the
+/// timeline's bars, shadings and marks, a record opened from a mark, the state as of an instant
+/// clicked on the axis, a customer id and a product id carrying markup shown as text, a phone's
+/// width; and all along, no request leaving loopback, no error in the page's console, the token
+/// in no URL and no cookie.
+///
+/// With `RECEIPTKIT_CONSOLE_SCREENSHOTS=DIRECTORY` the test writes the screenshots of
+/// `docs/console.md` there (1280×800 and 390 pixels wide).
+@Suite("The console in headless Chromium", .serialized, .requires(WebDriver.prerequisite))
+struct ConsoleBrowserTests {
+    static let screenshots = ProcessInfo.processInfo.environment["RECEIPTKIT_CONSOLE_SCREENSHOTS"].flatMap { $0.isEmpty ? nil : $0 }
+
+    @Test("sign in, overview, find, the customer's timeline, a record, as of an instant, hostile ids as text", arguments: Backend.available)
+    func console(backend: Backend) async throws {
+        let fixture = try ConsoleFixture()
+        let clock = ManualClock(ConsoleFixture.now)
+        try await TestServer.run(backend, clock: { clock.now }) { server in
+            try await fixture.fill(server, clock: clock)
+            // A notification refused a minute later, the newest of the last notifications.
+            clock.now = ConsoleFixture.now.addingTimeInterval(60)
+            try await server.notify("x.y.z").expectError(.badRequest, "malformed_jws")
+            clock.now = ConsoleFixture.now.addingTimeInterval(120)
+            let port = try #require(server.client.port)
+            let origin = "http://127.0.0.1:\(port)"
+            let expected = try await server.get("/v1/subscriptions/7000/timeline").json()
+            let overview = try await server.get("/v1/overview").json()
+            try await WebDriver.with(width: 1280, height: 800) { browser in
+                // The page asks for the token. (What the browser loaded before, its new tab page,
+                // is left out of the network log checked at the end.)
+                _ = try await browser.log("performance")
+                try await browser.navigate(to: origin + "/console/")
+                try await browser.wait(for: "the sign-in form", "return !document.getElementById('signin').hidden")
+                try await signIn(browser, token: testToken)
+
+                // The overview: subscriptions by status, the chart, the last notifications.
+                try await browser.wait(for: "the overview", "return document.querySelector('.count.revoked strong')?.textContent")
+                let counts = try await browser.execute(
+                    "return [...document.querySelectorAll('.count')].map(c => c.dataset.status + '=' + c.querySelector('strong').textContent)")
+                #expect(counts as? [String] == ["active=0", "grace_period=0", "billing_retry=0", "expired=1", "revoked=1"])
+                try await browser.wait(for: "the chart", "return document.querySelectorAll('svg.notifications g.bar').length === 30")
+                // Each day's bar as the overview's data says: notifications received 3 days apart.
+                let totals = try await browser.execute("return [...document.querySelectorAll('svg.notifications g.bar')].map(b => b.dataset.total)")
+                let days = try #require((overview["notifications"] as? [String: Any])?["days"] as? [[String: Any]])
+                #expect(totals as? [String] == days.map { String($0["total"] as? Int ?? -1) })
+                #expect(days.compactMap { $0["total"] as? Int }.filter { $0 > 0 } == Array(repeating: 1, count: 10))
+                let results = try await browser.execute("return [...document.querySelectorAll('table.recent .badge')].map(b => b.textContent)")
+                #expect(results as? [String] == ["malformed_jws"] + Array(repeating: "verified", count: 10))
+                try await shoot(browser, "overview-1280.png")
+
+                // Find the customer: the customer page opens, not entitled (refunded), in red.
+                try await find(browser, CustomerStory.customer)
+                try await browser.wait(for: "the customer", "return document.querySelector('h1 .customer-id')?.textContent")
+                #expect(try await browser.execute("return document.querySelector('h1 .customer-id').textContent") as? String == CustomerStory.customer)
+                #expect(try await browser.execute("return document.querySelector('.entitlement').className") as? String == "entitlement not-entitled")
+                try await browser.wait(for: "the timeline", "return document.querySelectorAll('svg.timeline rect[data-kind=period]').length")
+
+                // The bars, shadings and marks: count, order on the axis, dates, all as the data says.
+                let timeline = try #require((expected["subscriptions"] as? [[String: Any]])?.first)
+                let periods = try #require(timeline["periods"] as? [[String: Any]])
+                let bars = try await drawn(browser, "rect[data-kind=period]", ["transactionId", "start", "end", "trial"])
+                #expect(bars.map { $0["transactionId"] } == periods.map { $0["transaction_id"] as? String })
+                #expect(bars.map { $0["start"] } == periods.map { $0["start"] as? String })
+                #expect(bars.map { $0["end"] } == periods.map { $0["end"] as? String })
+                #expect(bars.map { $0["trial"] } == ["true", "false", "false", "false", "false"])
+                let t0 = CustomerStory.start
+                let (hour, iso) = (CustomerStory.hour, ConsoleFixture.iso)
+                let shades = try await drawn(browser, "rect[data-kind=shade]", ["status", "from", "to"])
+                #expect(shades == [
+                    ["status": "billing_retry", "from": iso(t0 + 67 * day + hour), "to": iso(t0 + 70 * day)],
+                    ["status": "grace_period", "from": iso(t0 + 100 * day + hour), "to": iso(t0 + 103 * day)],
+                ])
+                let marks = try await drawn(browser, "g[data-kind=mark]", ["mark", "at"])
+                #expect(marks == [["mark": "revocation", "at": iso(t0 + 110 * day)]])
+                let spans = try await drawn(browser, "rect[data-kind=span]", ["status"])
+                #expect(spans.map { $0["status"] } == (timeline["spans"] as? [[String: Any]])?.map { $0["status"] as? String })
+
+                // The refund's mark opens the REFUND notification: its type, chain and JSON.
+                try await browser.click(try await browser.element("g[data-kind=mark]"))
+                try await browser.wait(for: "the record", "return document.querySelector('.record-panel [data-field=notification_type]')?.textContent")
+                #expect(try await browser.execute("return document.querySelector('.record-panel [data-field=notification_type]').textContent") as? String == "REFUND")
+                let refund = try #require((timeline["records"] as? [[String: Any]])?.first { $0["notification_type"] as? String == "REFUND" })
+                let chain = try #require(refund["chain"] as? [String: Any])
+                #expect(try await browser.execute("return document.querySelector('.record-panel [data-field=leaf_sha256]').textContent") as? String == chain["leaf_sha256"] as? String)
+                #expect(try await browser.execute("return document.querySelector('.record-panel [data-field=root_sha256]').textContent") as? String == chain["root_sha256"] as? String)
+                let json = try await browser.execute("return document.querySelector('.record-panel pre.json').textContent") as? String ?? ""
+                #expect(json.contains("\"transaction_id\": \"7005\"") && json.contains("\"type\": \"REFUND\""))
+                // A renewal's bar opens the DID_RENEW that carried it.
+                try await browser.click(try await browser.element("rect[data-kind=period][data-transaction-id='7002']"))
+                try await browser.wait(
+                    for: "the renewal's record",
+                    "return document.querySelector('.record-panel [data-field=notification_type]')?.textContent === 'DID_RENEW'")
+
+                // The billing retry's shading opens the DID_FAIL_TO_RENEW that started it.
+                try await browser.execute("document.querySelector('svg.timeline').scrollIntoView({block: 'center'})")
+                let shade = try #require(try await browser.execute("""
+                    const box = document.querySelector('rect[data-kind=shade][data-status=billing_retry]').getBoundingClientRect();
+                    return [box.left + box.width / 2, box.top + 4];
+                    """) as? [Double])
+                try await browser.click(x: shade[0], y: shade[1])
+                try await browser.wait(
+                    for: "the billing retry's record",
+                    "return document.querySelector('.record-panel [data-field=notification_type]')?.textContent === 'DID_FAIL_TO_RENEW'")
+
+                // A click on the axis between two paid periods: billing retry, as of that instant.
+                try await browser.execute("document.querySelector('svg.timeline').scrollIntoView({block: 'center'})")
+                let point = try #require(try await browser.execute("""
+                    const end = document.querySelector("rect[data-transaction-id='7003']").getBoundingClientRect();
+                    const next = document.querySelector("rect[data-transaction-id='7004']").getBoundingClientRect();
+                    const axis = document.querySelector('rect.axis-hit').getBoundingClientRect();
+                    return [(end.right + next.left) / 2, axis.top + axis.height / 2];
+                    """) as? [Double])
+                try await browser.click(x: point[0], y: point[1])
+                let asOf = try await browser.wait(
+                    for: "the state as of the click", "return document.querySelector('.asof-panel .asof-state')?.dataset.status")
+                #expect(asOf as? String == "billing_retry")
+                // The instant clicked is between the last period's end and the next one's start.
+                let shown = try await browser.execute("return document.querySelector('.asof-panel [data-field=as_of]').textContent") as? String ?? ""
+                let instant = try #require(milliseconds(shown.replacingOccurrences(of: " UTC", with: ":00.000Z").replacingOccurrences(of: " ", with: "T")))
+                #expect(instant >= t0 + 67 * day && instant < t0 + 70 * day, "\(shown)")
+                try await browser.execute("window.scrollTo(0, 0)")
+                try await shoot(browser, "customer-1280.png")
+
+                // The same customer on a phone: nothing wider than the screen.
+                try await browser.setWindow(width: 390, height: 844)
+                try await browser.wait(
+                    for: "the timeline redrawn for the width",
+                    "return Number(document.querySelector('svg.timeline').getAttribute('width')) <= 390")
+                #expect(try await browser.execute("return document.querySelectorAll('svg.timeline rect[data-kind=period]').length") as? Int == 5)
+                let width = try await browser.execute("return document.documentElement.scrollWidth") as? Int ?? .max
+                #expect(width <= 390)
+                try await browser.execute("window.scrollTo(0, 0)")
+                try await shoot(browser, "customer-390.png")
+                try await browser.setWindow(width: 1280, height: 800)
+
+                // A customer id and a product id carrying markup and quotes: text, never code.
+                try await find(browser, ConsoleFixture.hostileCustomer)
+                try await browser.wait(for: "the hostile customer", "return document.querySelectorAll('svg.timeline g[data-kind=mark]').length === 2")
+                #expect(try await browser.execute("return document.querySelector('h1 .customer-id').textContent") as? String == ConsoleFixture.hostileCustomer)
+                #expect(try await browser.execute("return document.querySelector('.subscription h2 .mono').textContent") as? String == ConsoleFixture.hostileProduct)
+                let hostileMarks = try await drawn(browser, "g[data-kind=mark]", ["mark"])
+                #expect(hostileMarks.map { $0["mark"] } == ["product_change", "auto_renew_off"])
+                #expect(try await browser.execute("return typeof window.__receiptkitPwned") as? String == "undefined")
+                #expect(try await browser.execute("return document.querySelectorAll('img, b, script:not([src])').length") as? Int == 0)
+
+                // Nothing left loopback; the page logged no error; the token is in no URL or cookie.
+                let resources = try await browser.execute(
+                    "return performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource')).map(e => e.name)")
+                let urls = try #require(resources as? [String])
+                #expect(!urls.isEmpty)
+                for url in urls { #expect(url.hasPrefix(origin + "/"), "\(url)") }
+                // Every request the browser sent (DevTools' Network.requestWillBeSent): those of the
+                // console's documents all to the server; none at all over the network elsewhere (the
+                // browser's own new tab page loads chrome:// resources from the browser itself).
+                let requests = try await browser.log("performance").compactMap { entry -> (url: String, document: String)? in
+                    guard let text = entry["message"] as? String,
+                          let message = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["message"] as? [String: Any],
+                          message["method"] as? String == "Network.requestWillBeSent",
+                          let parameters = message["params"] as? [String: Any],
+                          let url = (parameters["request"] as? [String: Any])?["url"] as? String else { return nil }
+                    return (url, parameters["documentURL"] as? String ?? "")
+                }
+                let console = requests.filter { $0.document.hasPrefix(origin + "/") }
+                #expect(console.count >= urls.count)
+                for request in console {
+                    #expect(request.url.hasPrefix(origin + "/"), "a request of the console left loopback: \(request.url)")
+                }
+                for request in requests where ["http", "https", "ws", "wss"].contains(URL(string: request.url)?.scheme ?? "") {
+                    #expect(request.url.hasPrefix(origin + "/"), "a request left loopback: \(request.url)")
+                    #expect(!request.url.contains(testToken))
+                }
+                let errors = try await browser.log("browser").filter { ($0["level"] as? String) == "SEVERE" }
+                #expect(errors.isEmpty, "\(errors)")
+                #expect(try await browser.execute("return document.cookie") as? String == "")
+                #expect(try await browser.execute("return location.href.includes(arguments[0])", [testToken]) as? Bool == false)
+
+                // Signing out forgets the token.
+                try await browser.click(try await browser.element("#signout"))
+                try await browser.wait(for: "the sign-in form again", "return !document.getElementById('signin').hidden")
+                #expect(try await browser.execute("return sessionStorage.length") as? Int == 0)
+            }
+        }
+    }
+
+    @Test("a wrong token is refused and asked for again; on loopback without a token the console opens directly")
+    func access() async throws {
+        try await TestServer.run(.sqlite, now: ConsoleFixture.now) { server in
+            let origin = "http://127.0.0.1:\(try #require(server.client.port))"
+            try await WebDriver.with { browser in
+                try await browser.navigate(to: origin + "/console/")
+                try await signIn(browser, token: "not-the-token", expectOverview: false)
+                let message = try await browser.wait(
+                    for: "the refusal", "return document.getElementById('signin-error').textContent || null")
+                #expect((message as? String)?.contains("refused the token") == true)
+                #expect(try await browser.execute("return sessionStorage.length") as? Int == 0)
+                try await signIn(browser, token: testToken)
+                try await browser.wait(for: "the overview", "return document.querySelector('.count.active strong')?.textContent")
+            }
+        }
+        try await TestServer.run(.sqlite, token: nil, now: ConsoleFixture.now) { server in
+            let origin = "http://127.0.0.1:\(try #require(server.client.port))"
+            try await WebDriver.with { browser in
+                try await browser.navigate(to: origin + "/console/")
+                try await browser.wait(for: "the overview", "return document.querySelector('.count.active strong')?.textContent")
+                #expect(try await browser.execute("return document.getElementById('signin').hidden") as? Bool == true)
+                #expect(try await browser.execute("return document.getElementById('signout').hidden") as? Bool == true)
+                let errors = try await browser.log("browser").filter { ($0["level"] as? String) == "SEVERE" }
+                #expect(errors.isEmpty, "\(errors)")
+            }
+        }
+    }
+
+    // MARK: Steps
+
+    private func signIn(_ browser: WebDriver, token: String, expectOverview: Bool = true) async throws {
+        try await browser.wait(for: "the sign-in form", "return !document.getElementById('signin').hidden")
+        let field = try await browser.element("#token")
+        try await browser.type(token, into: field)
+        try await browser.click(try await browser.element("#signin-form button"))
+        if expectOverview {
+            try await browser.wait(for: "the console after signing in", "return document.getElementById('signin').hidden")
+        }
+    }
+
+    private func find(_ browser: WebDriver, _ text: String) async throws {
+        let query = try await browser.element("#query")
+        try await browser.execute("document.getElementById('query').value = ''")
+        try await browser.type(text, into: query)
+        try await browser.click(try await browser.element("#search button"))
+    }
+
+    /// The `data-` attributes of the elements a selector finds in the timeline, in the order
+    /// they stand on the axis (left to right).
+    private func drawn(_ browser: WebDriver, _ selector: String, _ names: [String]) async throws -> [[String: String]] {
+        let value = try await browser.execute(
+            """
+            const items = [...document.querySelectorAll('svg.timeline ' + arguments[0])]
+              .map(e => [e.getBoundingClientRect().left, arguments[1].map(n => e.dataset[n] ?? null)]);
+            items.sort((a, b) => a[0] - b[0]);
+            return items.map(i => i[1]);
+            """, [selector, names])
+        let rows = try #require(value as? [[Any]])
+        return rows.map { row in
+            Dictionary(uniqueKeysWithValues: zip(names, row).compactMap { name, value in (value as? String).map { (name, $0) } })
+        }
+    }
+
+    /// Writes a screenshot into `RECEIPTKIT_CONSOLE_SCREENSHOTS`, when set.
+    private func shoot(_ browser: WebDriver, _ name: String) async throws {
+        guard let directory = Self.screenshots else { return }
+        let png = try await browser.screenshot()
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try png.write(to: URL(fileURLWithPath: directory).appendingPathComponent(name))
+    }
+}
