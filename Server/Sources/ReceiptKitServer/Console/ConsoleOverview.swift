@@ -3,7 +3,8 @@ import ReceiptKit
 
 /// The service at a glance, for the console's overview (`GET /v1/overview`): subscriptions by
 /// status and by product now, notifications received per day by type over the last 30 days, the
-/// last notifications with their verification result, and reconciliation's lag.
+/// last notifications with their verification result, reconciliation's lag, and the outbox's
+/// backlog (webhooks, forwarded notifications, consumption answers).
 struct ConsoleOverview {
     /// The most subscriptions whose state is evaluated for the counts.
     static let subscriptionLimit = 5_000
@@ -27,6 +28,7 @@ struct ConsoleOverview {
         json.member("subscriptions", json: try await subscriptions(now: now))
         json.member("notifications", json: try await notifications(now: now))
         json.member("reconciliation", json: try await reconciliation(now: now))
+        json.member("deliveries", json: try await deliveries(now: now))
         return json.text
     }
 
@@ -189,6 +191,39 @@ struct ConsoleOverview {
             json.member("lag_seconds", nil as Int64?)
         }
         return json.text
+    }
+
+    /// The most dead letters counted (the console links to the list beyond).
+    static let failedLimit = 1_000
+
+    /// `{"destinations": [{"kind", "target", "pending", "oldest_pending_seconds"}], "failed",
+    /// "failed_complete"}`: what waits in the outbox per destination and how long its oldest has
+    /// waited, and how many deliveries ran out of time (dead letters, up to ``failedLimit``).
+    private func deliveries(now: Timestamp) async throws -> String {
+        let outbox = environment.outbox
+        let backlog = try await environment.read { try await outbox.outboxBacklog() }
+        let limit = Self.failedLimit
+        let failed = try await environment.read { try await outbox.deliveries(state: .failed, after: 0, limit: limit) }
+        var json = JSONObjectText()
+        json.member("destinations", jsonArray: backlog.sorted { ($0.kind.rawValue, $0.target) < ($1.kind.rawValue, $1.target) }.map { item in
+            var object = JSONObjectText()
+            object.member("kind", item.kind.rawValue)
+            object.member("target", Self.withoutCredentials(item.target))
+            object.member("pending", item.pending)
+            object.member("oldest_pending_seconds", Int(max(0, now.millisecondsSince1970 - item.oldestCreatedAt) / 1000))
+            return object.text
+        })
+        json.member("failed", failed.count)
+        json.member("failed_complete", failed.count < limit)
+        return json.text
+    }
+
+    /// A destination as the console shows it: a URL without the user and password it may carry.
+    static func withoutCredentials(_ target: String) -> String {
+        guard var components = URLComponents(string: target), components.user != nil || components.password != nil else { return target }
+        components.user = nil
+        components.password = nil
+        return components.string ?? target
     }
 
     private static let day: Int64 = 86_400_000

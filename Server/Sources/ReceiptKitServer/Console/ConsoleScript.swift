@@ -170,7 +170,23 @@ enum ConsoleScript {
                     ? el('p', { class: 'reconcile' }, reconciliation.cursor
                       ? 'Notification history read up to ' + when(reconciliation.cursor) + ': ' + duration(reconciliation.lag_seconds) + ' behind.'
                       : 'On; no window read yet.')
-                    : el('p', { class: 'reconcile muted' }, 'Off: no In-App Purchase key is configured.'))));
+                    : el('p', { class: 'reconcile muted' }, 'Off: no In-App Purchase key is configured.')),
+                el('section', { class: 'card' }, el('h2', {}, 'Deliveries'), deliveryBacklog(data.deliveries))));
+          }
+
+          function deliveryBacklog(deliveries) {
+            const rows = deliveries.destinations.map((item) => el('tr', {},
+              el('td', {}, item.kind), el('td', { class: 'target' }, item.target),
+              el('td', {}, String(item.pending)), el('td', {}, duration(item.oldest_pending_seconds))));
+            return el('div', { class: 'deliveries' },
+              rows.length
+                ? el('div', { class: 'scroll' }, el('table', { class: 'backlog' },
+                    el('thead', {}, el('tr', {}, el('th', {}, 'Kind'), el('th', {}, 'Destination'), el('th', {}, 'Waiting'), el('th', {}, 'Oldest'))),
+                    el('tbody', {}, rows)))
+                : el('p', { class: 'muted' }, 'Nothing waiting to be sent.'),
+              el('p', { class: deliveries.failed ? 'failed' : 'muted' },
+                (deliveries.failed_complete ? String(deliveries.failed) : 'At least ' + deliveries.failed) +
+                ' ran out of time (GET /v1/webhooks/deliveries?state=failed lists them; POST …/{id}/retry sends one again).'));
           }
 
           function duration(seconds) {

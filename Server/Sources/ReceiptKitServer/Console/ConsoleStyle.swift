@@ -27,6 +27,8 @@ enum ConsoleStyle {
         .signin input { flex: 1; }
         .error { color: var(--retry); overflow-wrap: anywhere; }
         .muted { color: var(--muted); }
+        .failed { color: #b42318; }
+        td.target { word-break: break-all; }
         .grid { display: grid; gap: 14px; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); }
         .counts { display: grid; gap: 8px; grid-template-columns: repeat(auto-fit, minmax(110px, 1fr)); }
         .count { border-radius: 8px; padding: 8px 10px; color: #fff; }

@@ -165,7 +165,14 @@ struct ConsoleRouteTests {
         // The clock moves: each notification is received on a day of its own.
         let clock = ManualClock(ConsoleFixture.now)
         let today = ms("2025-10-15T00:00:00Z")
-        try await TestServer.run(backend, clock: { clock.now }) { server in
+        // Webhooks to a port nothing listens on: every event's delivery waits in the outbox, or
+        // runs out of time as the clock moves on.
+        let closedPort = try Self.closedLoopbackPort()
+        let configure: @Sendable (inout ServerConfiguration) -> Void = { configuration in
+            configuration.events.webhookURL = "http://user:password@127.0.0.1:\(closedPort)/hooks"
+            configuration.events.webhookSecret = "0123456789abcdef0123"
+        }
+        try await TestServer.run(backend, clock: { clock.now }, configure: configure) { server in
             // Received 40, 29 and 0 days ago, then everything else today.
             for (jws, daysAgo) in [(fixture.story.purchase, 40), (fixture.story.renewal1, 29), (fixture.story.renewal2, 0)] {
                 clock.now = ConsoleFixture.now.addingTimeInterval(-Double(daysAgo) * 86_400)
@@ -224,6 +231,22 @@ struct ConsoleRouteTests {
 
             let reconciliation = try #require(body["reconciliation"] as? Object)
             #expect(reconciliation["enabled"] as? Bool == false)
+
+            // Every event of the feed is a webhook delivery, waiting or out of time (none can be
+            // delivered), and the destination is shown without its credentials.
+            let feed = try #require(try await server.get("/v1/events?limit=1000").json()["events"] as? [Object])
+            #expect(!feed.isEmpty)
+            let deliveries = try #require(body["deliveries"] as? Object)
+            let destinations = try #require(deliveries["destinations"] as? [Object])
+            let pending = destinations.reduce(0) { $0 + ($1["pending"] as? Int ?? 0) }
+            #expect(pending + (deliveries["failed"] as? Int ?? -1) == feed.count)
+            #expect(deliveries["failed_complete"] as? Bool == true)
+            for destination in destinations {
+                #expect(destination["kind"] as? String == "webhook")
+                #expect(destination["target"] as? String == "http://127.0.0.1:\(closedPort)/hooks")
+                let oldest = try #require(destination["oldest_pending_seconds"] as? Int)
+                #expect(oldest >= 0 && oldest <= 41 * 86_400)
+            }
             try await server.get("/v1/overview", token: nil).expectError(.unauthorized, "unauthorized")
         }
     }
@@ -260,6 +283,23 @@ struct ConsoleRouteTests {
             }
         }
     }
+
+    /// A loopback port nothing listens on: one the kernel just gave out, closed again.
+    static func closedLoopbackPort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.EIO) }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        }
+        guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
 }
 
 /// The console's Content-Security-Policy, as the tests expect it.
@@ -294,4 +334,5 @@ extension TestResponse {
     func header(_ name: String) -> String? {
         headers.first { $0.name.canonicalName == name.lowercased() }?.value
     }
+
 }
