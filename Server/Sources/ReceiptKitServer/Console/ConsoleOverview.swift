@@ -36,8 +36,8 @@ struct ConsoleOverview {
     /// "total", "by_status"}]}`.
     ///
     /// Each key's state is evaluated now as `GET /v1/subscriptions/{id}` evaluates it, one key
-    /// after another, for the first ``subscriptionLimit`` keys: issue 29's stored per-key status
-    /// will make this one `GROUP BY` query over every key.
+    /// after another, for the first ``subscriptionLimit`` keys — exact at this instant, where the
+    /// feed's stored per-key status (`subscriptions.derived_status`) lags time by up to a sweep.
     private func subscriptions(now: Timestamp) async throws -> String {
         let store = environment.store
         let limit = Self.subscriptionLimit
