@@ -233,13 +233,15 @@ struct WebhookDeliveryTests {
         }
     }
 
-    /// For each original transaction id, four changes a minute apart, ending a few minutes ago:
-    /// a purchase (started), auto-renew off, auto-renew on, a renewal.
+    /// For each original transaction id, four changes a minute apart: a purchase (started),
+    /// auto-renew off, auto-renew on, a renewal. Signed in 2025, inside the test PKI's validity,
+    /// with periods of a century: a server on the wall clock (these tests' deliveries wait in real
+    /// time, and CI runs the suite with the clock moved to 2031) finds each period running.
     static func changes(of originals: [String]) throws -> [String] {
         let p = try Payloads()
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
         let minute: Int64 = 60_000
-        let month = 30 * day
+        let now = FeedTests.t0 + 10 * minute
+        let month = 36_525 * day
         var perKey: [[String]] = []
         for original in originals {
             let start = now - 10 * minute
