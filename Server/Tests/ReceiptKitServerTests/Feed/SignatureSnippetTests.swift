@@ -79,4 +79,20 @@ struct SignatureSnippetTests {
             #expect(output.text.trimmingCharacters(in: .whitespacesAndNewlines) == String(test.valid), "case \(index)")
         }
     }
+
+    @Test("the PHP function", .requires(.php))
+    func php() async throws {
+        let php = try #require(Tools.path(of: "php"))
+        let code = try Self.snippet("PHP", "php")
+        let delivery = try await Self.delivery()
+        for (index, test) in Self.cases(delivery).enumerated() {
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-webhook-\(UUID().uuidString)")
+            try Data(test.body).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let script = code + "\necho verify_receiptkit_signature(file_get_contents($argv[1]), $argv[2], $argv[3]) ? 'true' : 'false';"
+            let output = try await Tools.run(php, ["-r", script, "--", file.path, test.header, test.secret])
+            #expect(output.status == 0, "\(output.text)")
+            #expect(output.text.trimmingCharacters(in: .whitespacesAndNewlines) == String(test.valid), "case \(index)")
+        }
+    }
 }

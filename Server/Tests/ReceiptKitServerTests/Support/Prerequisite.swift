@@ -45,6 +45,11 @@ struct Prerequisite: Sendable {
         Tools.path(of: "python3") != nil
     }
 
+    /// PHP's command-line interpreter on `PATH`, to run the PHP example of `docs/events.md`.
+    static let php = Prerequisite(name: "php (PHP's command line, Debian's php-cli: to run the PHP example of docs/events.md)") {
+        Tools.path(of: "php") != nil
+    }
+
     /// Whether this run is CI's, where nothing may be skipped: `CI=true` (or `1`).
     static var isCI: Bool {
         ["true", "1"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? "")
