@@ -135,6 +135,77 @@ enum FeedRows {
     /// three follow one another at most).
     static let maximumBoundaries = 8
 
+    /// One due key swept in its own transaction: its `next_change_at` claimed (``claimDueKey``, or
+    /// ``claimDueKeyPostgres``), then the key derived at each boundary its state passes up to
+    /// `now`, each derivation's writes run before the next reads the state they leave.
+    struct Sweeping: RowSteps {
+        let key: SubscriptionKey
+        let now: Timestamp
+        let targets: OutboxTargets
+        let claim: StoreStatement
+        private var phase = Phase.start
+        private var commit = FeedCommit()
+        private var boundaries = 0
+
+        private enum Phase {
+            case start
+            /// Waiting for the claim's row: the key's `next_change_at`, if it is still due.
+            case claimed
+            /// Deriving the key at a boundary.
+            case deriving(boundary: Int64, Derivation)
+            /// A derivation's writes run: the next boundary its state passes by now, if any.
+            case written(next: Int64?)
+        }
+
+        init(key: SubscriptionKey, now: Timestamp, targets: OutboxTargets, claim: StoreStatement) {
+            self.key = key
+            self.now = now
+            self.targets = targets
+            self.claim = claim
+        }
+
+        /// What the sweep wrote, and whether the key was still due (claimed).
+        mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<(commit: FeedCommit, swept: Bool)> {
+            var rows = rows
+            while true {
+                switch phase {
+                case .start:
+                    phase = .claimed
+                    return .fetch(claim, LedgerRows.keyValues(key) + [.integer(now.millisecondsSince1970)])
+                case .claimed:
+                    guard let boundary = rows.first?[0].integer else { return .done((commit, false)) }
+                    phase = .deriving(boundary: boundary, derivation(at: boundary))
+                    rows = []
+                case .written(let next):
+                    guard let next, boundaries < maximumBoundaries else { return .done((commit, true)) }
+                    phase = .deriving(boundary: next, derivation(at: next))
+                    rows = []
+                case .deriving(let boundary, var derivation):
+                    let step = try derivation.next(rows)
+                    phase = .deriving(boundary: boundary, derivation)
+                    switch step {
+                    case .fetch(let statement, let values):
+                        return .fetch(statement, values)
+                    case .write(let writes):
+                        return .write(writes)
+                    case .done(let plan):
+                        boundaries += 1
+                        commit.add(plan)
+                        let next = plan.nextChangeAt[key].flatMap { $0 > boundary && $0 <= now.millisecondsSince1970 ? $0 : nil }
+                        phase = .written(next: next)
+                        return .write(plan.writes)
+                    }
+                }
+            }
+        }
+
+        private func derivation(at boundary: Int64) -> Derivation {
+            Derivation(
+                keys: [key], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep,
+                recordedAt: now.millisecondsSince1970, targets: targets)
+        }
+    }
+
     // MARK: Deriving
 
     /// What one input or one sweep step writes to the feed: its events (with their ids drawn)
@@ -214,6 +285,9 @@ enum FeedRows {
                     case .fetch(let statement, let values):
                         phase = .evaluating(index, evaluation)
                         return .fetch(statement, values)
+                    case .write(let writes):
+                        phase = .evaluating(index, evaluation)
+                        return .write(writes)
                     case .done(let state):
                         derive(keys[index], state: state, head: evaluation.head)
                         phase = .evaluating(index + 1, nil)
@@ -321,6 +395,8 @@ enum FeedRows {
             switch try evaluation.next(rows) {
             case .fetch(let statement, let values):
                 return .fetch(statement, values)
+            case .write(let writes):
+                return .write(writes)
             case .done(let state):
                 let derived = Derived(
                     state: state.map(DerivedState.init), nextChangeAt: FeedRows.boundary(state, head: evaluation.head, at: instant))

@@ -580,12 +580,15 @@ enum LedgerRows {
 enum RowStep<Result> {
     /// Run this query and hand its rows to the next call.
     case fetch(StoreStatement, [StoreValue])
+    /// Run these writes in order, then make the next call with no rows (a later step reads what
+    /// they wrote).
+    case write([StoreWrite])
     /// Finished.
     case done(Result)
 }
 
-/// A piece of store logic decided once for both databases, as a sequence of reads: each store
-/// runs the queries it asks for (``SQLiteStore`` synchronously in GRDB's transaction,
+/// A piece of store logic decided once for both databases, as a sequence of reads (and writes
+/// that later reads depend on): each store runs the statements it asks for (``SQLiteStore`` synchronously in GRDB's transaction,
 /// ``PostgresStore`` on its connection) until it is done.
 protocol RowSteps {
     associatedtype Result

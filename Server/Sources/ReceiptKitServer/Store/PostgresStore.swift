@@ -321,26 +321,8 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
             // One transaction per key, its row locked, or skipped when another transaction holds
             // it (an input folding into it derives it; another server's sweep does this).
             let (commit, swept) = try await client.withTransaction(logger: logger) { connection in
-                var commit = FeedCommit()
-                var swept = false
-                var claimed = try await connection.rows(
-                    FeedRows.claimDueKeyPostgres, LedgerRows.keyValues(key) + [nowValue], logger: logger)
-                for _ in 0..<FeedRows.maximumBoundaries {
-                    guard let boundary = claimed.first?[0].integer else { break }
-                    swept = true
-                    let plan = try await connection.run(
-                        FeedRows.Derivation(
-                            keys: [key], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep,
-                            recordedAt: now.millisecondsSince1970, targets: feed.targets),
-                        logger: logger)
-                    for write in plan.writes {
-                        try await connection.execute(write, logger: logger)
-                    }
-                    commit.add(plan)
-                    guard let next = plan.nextChangeAt[key], next > boundary, next <= now.millisecondsSince1970 else { break }
-                    claimed = [[.integer(next)]]
-                }
-                return (commit, swept)
+                try await connection.run(
+                    FeedRows.Sweeping(key: key, now: now, targets: feed.targets, claim: FeedRows.claimDueKeyPostgres), logger: logger)
             }
             report.swept += swept ? 1 : 0
             report.events += commit.eventTypes.count

@@ -309,21 +309,7 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
         for key in due {
             // One transaction per key: SQLite has one writer, so the claim holds until the commit.
             let (commit, swept) = try await pool.write { db in
-                var commit = FeedCommit()
-                var swept = false
-                var claimed = try db.rows(FeedRows.claimDueKey, LedgerRows.keyValues(key) + [.integer(now.millisecondsSince1970)])
-                for _ in 0..<FeedRows.maximumBoundaries {
-                    guard let boundary = claimed.first?[0].integer else { break }
-                    swept = true
-                    let plan = try db.run(FeedRows.Derivation(
-                        keys: [key], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep,
-                        recordedAt: now.millisecondsSince1970, targets: feed.targets))
-                    for write in plan.writes { try db.execute(write) }
-                    commit.add(plan)
-                    guard let next = plan.nextChangeAt[key], next > boundary, next <= now.millisecondsSince1970 else { break }
-                    claimed = [[.integer(next)]]
-                }
-                return (commit, swept)
+                try db.run(FeedRows.Sweeping(key: key, now: now, targets: feed.targets, claim: FeedRows.claimDueKey))
             }
             report.swept += swept ? 1 : 0
             report.events += commit.eventTypes.count

@@ -152,11 +152,17 @@ extension Database {
     func run<Steps: RowSteps>(_ steps: Steps) throws -> Steps.Result {
         var steps = steps
         var step = try steps.next([])
-        while case .fetch(let statement, let values) = step {
-            step = try steps.next(try rows(statement, values))
+        while true {
+            switch step {
+            case .fetch(let statement, let values):
+                step = try steps.next(try rows(statement, values))
+            case .write(let writes):
+                for write in writes { try execute(write) }
+                step = try steps.next([])
+            case .done(let result):
+                return result
+            }
         }
-        guard case .done(let result) = step else { preconditionFailure("a RowSteps ended without a result") }
-        return result
     }
 }
 
@@ -165,10 +171,16 @@ extension PostgresConnection {
     func run<Steps: RowSteps>(_ steps: Steps, logger: Logger) async throws -> Steps.Result {
         var steps = steps
         var step = try steps.next([])
-        while case .fetch(let statement, let values) = step {
-            step = try steps.next(try await rows(statement, values, logger: logger))
+        while true {
+            switch step {
+            case .fetch(let statement, let values):
+                step = try steps.next(try await rows(statement, values, logger: logger))
+            case .write(let writes):
+                for write in writes { try await execute(write, logger: logger) }
+                step = try steps.next([])
+            case .done(let result):
+                return result
+            }
         }
-        guard case .done(let result) = step else { preconditionFailure("a RowSteps ended without a result") }
-        return result
     }
 }
