@@ -141,7 +141,7 @@ struct ConsoleOverview {
             var object = JSONObjectText()
             object.member("received_at", Timestamp(millisecondsSince1970: identified.event.receivedAt).iso8601)
             object.member("result", "verified")
-            object.member("message", nil as String?)
+            object.null("message")
             object.member("type", record.notification?.type)
             object.member("subtype", record.notification?.subtype)
             object.member("notification_uuid", record.notification?.uuid)
@@ -185,11 +185,7 @@ struct ConsoleOverview {
         let store = environment.store
         let cursor = environment.apple == nil ? nil : try await environment.read { try await store.reconcileCursor() }
         json.member("cursor", cursor.map { Timestamp(millisecondsSince1970: $0).iso8601 })
-        if let cursor {
-            json.member("lag_seconds", Int(max(0, now.millisecondsSince1970 - cursor) / 1000))
-        } else {
-            json.member("lag_seconds", nil as Int64?)
-        }
+        json.member("lag_seconds", cursor.map { max(0, now.millisecondsSince1970 - $0) / 1000 })
         return json.text
     }
 

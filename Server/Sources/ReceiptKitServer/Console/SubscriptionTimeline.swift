@@ -260,7 +260,7 @@ struct SubscriptionTimeline {
                 offerJSON.member("period", offer.period)
                 object.member("offer", json: offerJSON.text)
             } else {
-                object.member("offer", nil as String?)
+                object.null("offer")
             }
             object.member("revocation_date", period.revocationDate?.iso8601)
             object.member("revocation_reason", period.revocationReason)
@@ -339,7 +339,7 @@ extension SubscriptionTimeline.Record {
             chain.member("root_sha256", rootSHA256)
             object.member("chain", json: chain.text)
         } else {
-            object.member("chain", nil as String?)
+            object.null("chain")
         }
         object.member("record", json: recordJSON)
         return object.text

@@ -27,6 +27,12 @@ struct JSONObjectText {
     /// The finished object.
     var text: String { body + "}" }
 
+    /// A member whose value is `null` (an absent object, string or number).
+    mutating func null(_ name: String) {
+        writeName(name)
+        body += "null"
+    }
+
     /// A string member, or `null`.
     mutating func member(_ name: String, _ value: String?) {
         writeName(name)
