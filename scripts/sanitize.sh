@@ -28,14 +28,17 @@ require_suites "thread sanitizer" "${tsan_suites[@]}"
 echo "== address sanitizer: swift test" >&2
 # Memory errors fail the suite; leaks are checked on verify-receipt below, where every object is
 # ReceiptKit's (the test harness keeps its own objects alive until exit).
-ASAN_OPTIONS=detect_leaks=0 swift_test "address sanitizer" --sanitize=address --scratch-path .build-asan
+swift build --build-tests --sanitize=address --scratch-path .build-asan
+ASAN_OPTIONS=detect_leaks=0 swift_test "address sanitizer" --sanitize=address --scratch-path .build-asan --skip-build
 
 echo "== thread sanitizer: concurrency tests" >&2
-swift_test_suites "thread sanitizer" "${tsan_suites[@]}" -- --sanitize=thread --scratch-path .build-tsan
+swift build --build-tests --sanitize=thread --scratch-path .build-tsan
+swift_test_suites "thread sanitizer" "${tsan_suites[@]}" -- --sanitize=thread --scratch-path .build-tsan --skip-build
 
 echo "== thread sanitizer: receiptkit-server's concurrency tests" >&2
-(cd Server && swift_test_suites "thread sanitizer (Server)" "${server_tsan_suites[@]}" -- \
-    --sanitize=thread --scratch-path .build-tsan)
+(cd Server && swift build --build-tests --sanitize=thread --scratch-path .build-tsan &&
+    swift_test_suites "thread sanitizer (Server)" "${server_tsan_suites[@]}" -- \
+    --sanitize=thread --scratch-path .build-tsan --skip-build)
 
 echo "== leak check: verify-receipt over TestVectors/" >&2
 swift build --sanitize=address --scratch-path .build-asan --product verify-receipt

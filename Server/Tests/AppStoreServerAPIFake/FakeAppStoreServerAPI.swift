@@ -293,12 +293,15 @@ public final class FakeAppStoreServerAPI: Sendable {
             logger: logger)
         return try await withThrowingTaskGroup(of: Result?.self) { group in
             group.addTask {
+                // A server that could not start ends the wait for its port, not only its task.
+                defer { continuation.finish() }
                 try await app.run()
                 return nil
             }
             var iterator = ports.makeAsyncIterator()
             guard let port = await iterator.next(), port > 0 else {
                 group.cancelAll()
+                try await group.waitForAll()  // why it did not start
                 throw FakeError("the fake App Store Server API did not start")
             }
             let result = try await body("http://127.0.0.1:\(port)")

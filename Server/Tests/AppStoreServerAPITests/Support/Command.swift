@@ -1,10 +1,9 @@
+import AppStoreServerAPIFake
 import Foundation
-import Synchronization
 import Testing
 
 /// Runs a built executable (`appstore-api`, or the root package's `verify-receipt`) as its own
-/// process, feeding standard input and collecting its output without blocking a Swift
-/// concurrency thread: the fake it talks to runs in this process.
+/// process (``ChildProcess``): the fake it talks to runs in this process.
 enum Command {
     struct Result: Sendable {
         let status: Int32
@@ -69,61 +68,8 @@ enum Command {
 
     /// Runs `executable`; the process is this test's alone and ends by itself.
     static func run(_ executable: URL, _ arguments: [String], environment: [String: String], stdin: String = "") async throws -> Result {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment
-        let input = Pipe()
-        let output = Pipe()
-        let error = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = error
-        let outputData = Collected()
-        let errorData = Collected()
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                continuation.resume(throwing: error)
-                return
-            }
-            Thread {
-                input.fileHandleForWriting.write(Data(stdin.utf8))
-                try? input.fileHandleForWriting.close()
-            }.start()
-            Thread { outputData.set(output.fileHandleForReading.readDataToEndOfFile()) }.start()
-            Thread { errorData.set(error.fileHandleForReading.readDataToEndOfFile()) }.start()
-        }
-        return Result(
-            status: status, stdout: String(decoding: await outputData.value(), as: UTF8.self),
-            stderr: String(decoding: await errorData.value(), as: UTF8.self))
-    }
-
-    /// Bytes a reader thread collects until its pipe closes.
-    final class Collected: Sendable {
-        private let state = Mutex<(Data?, [CheckedContinuation<Data, Never>])>((nil, []))
-
-        func set(_ data: Data) {
-            let waiting = state.withLock { state -> [CheckedContinuation<Data, Never>] in
-                state.0 = data
-                defer { state.1 = [] }
-                return state.1
-            }
-            waiting.forEach { $0.resume(returning: data) }
-        }
-
-        func value() async -> Data {
-            await withCheckedContinuation { continuation in
-                let ready = state.withLock { state -> Data? in
-                    if let data = state.0 { return data }
-                    state.1.append(continuation)
-                    return nil
-                }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        }
+        let result = try await ChildProcess.run(executable, arguments, environment: environment, stdin: stdin)
+        return Result(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 }
 

@@ -1,3 +1,4 @@
+import AppStoreServerAPIFake
 import Foundation
 import Testing
 
@@ -9,28 +10,13 @@ enum Tools {
         return directories.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Runs a program to its end; its standard output and error together, and its exit status.
+    /// Runs a program to its end (``ChildProcess``); its standard output then its standard
+    /// error, and its exit status.
     static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) async throws
         -> (status: Int32, text: String)
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (status, text)
+        let result = try await ChildProcess.run(
+            URL(fileURLWithPath: executable), arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+        return (result.status, result.stdout + result.stderr)
     }
 }

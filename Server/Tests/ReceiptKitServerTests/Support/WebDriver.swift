@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -46,7 +47,7 @@ final class WebDriver: Sendable {
         process.arguments = ["--port=0", "--allowed-ips=127.0.0.1"]
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardError = output
         process.standardInput = FileHandle.nullDevice
         try process.run()
         // Stopped with SIGKILL: a child that Foundation's Process starts may not act on SIGTERM,
@@ -57,7 +58,7 @@ final class WebDriver: Sendable {
                 process.waitUntilExit()
             }
         }
-        let port = try await Self.port(announcedBy: output.fileHandleForReading)
+        let port = try await Self.port(announcedIn: Announcements(reading: output.fileHandleForReading), by: process)
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let base = "http://127.0.0.1:\(port)"
         let capabilities: [String: Any] = [
@@ -105,20 +106,36 @@ final class WebDriver: Sendable {
         if let browserPID, kill(browserPID, 0) == 0 { kill(browserPID, SIGKILL) }
     }
 
-    /// The port in chromedriver's "started successfully on port N" line.
-    private static func port(announcedBy handle: FileHandle) async throws -> Int {
-        let deadline = ContinuousClock.now + .seconds(20)
-        var text = ""
-        while ContinuousClock.now < deadline {
-            let data = handle.availableData
-            if data.isEmpty { break }
-            text += String(decoding: data, as: UTF8.self)
+    /// The port in chromedriver's "started successfully on port N" line, within 30 seconds.
+    private static func port(announcedIn announcements: Announcements, by process: Process) async throws -> Int {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline && process.isRunning {
+            let text = announcements.text
             if let range = text.range(of: "started successfully on port "), let end = text[range.upperBound...].firstIndex(where: { !$0.isNumber }),
                let port = Int(text[range.upperBound..<end]) {
                 return port
             }
+            try await Task.sleep(for: .milliseconds(20))
         }
-        throw WebDriverError(message: "chromedriver did not say its port: \(text)")
+        throw WebDriverError(message: "chromedriver did not say its port within 30 s: \(announcements.text)")
+    }
+
+    /// What chromedriver (and the browser it starts) writes, read to its end by a thread of its
+    /// own: a pipe nobody reads fills up and blocks the writer, and a read blocks its thread.
+    private final class Announcements: Sendable {
+        private let state = NIOLockedValueBox("")
+
+        init(reading handle: FileHandle) {
+            Thread { [state] in
+                while case let data = handle.availableData, !data.isEmpty {
+                    state.withLockedValue { text in
+                        if text.utf8.count < 65_536 { text += String(decoding: data, as: UTF8.self) }  // the first lines say the port
+                    }
+                }
+            }.start()
+        }
+
+        var text: String { state.withLockedValue { $0 } }
     }
 
     // MARK: Commands

@@ -80,12 +80,15 @@ final class WebhookReceiver: Sendable {
             logger: logger)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
+                // A server that could not start ends the wait for its port, not only its task.
+                defer { continuation.finish() }
                 try await app.run()
                 return nil
             }
             var iterator = ports.makeAsyncIterator()
             guard await iterator.next() == port else {
                 group.cancelAll()
+                try await group.waitForAll()  // why it did not start
                 throw ReceiverError(description: "the webhook receiver did not start on port \(port)")
             }
             do {
