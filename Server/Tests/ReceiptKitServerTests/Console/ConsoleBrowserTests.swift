@@ -216,6 +216,44 @@ struct ConsoleBrowserTests {
         }
     }
 
+    @Test("the overview shows what waits to be sent per destination, without its credentials, and what ran out of time")
+    func deliveries() async throws {
+        let fixture = try ConsoleFixture()
+        let clock = ManualClock(ConsoleFixture.now)
+        // A receiver that refuses every connection: each event waits, or runs out of time.
+        let closedPort = try ConsoleRouteTests.closedLoopbackPort()
+        let configure: @Sendable (inout ServerConfiguration) -> Void = { configuration in
+            configuration.events.webhookURL = "http://user:password@127.0.0.1:\(closedPort)/hooks"
+            configuration.events.webhookSecret = "0123456789abcdef0123"
+        }
+        try await TestServer.run(.sqlite, clock: { clock.now }, configure: configure) { server in
+            try await fixture.fill(server, clock: clock)
+            let feed = try #require(try await server.get("/v1/events?limit=1000").json()["events"] as? [[String: Any]])
+            #expect(!feed.isEmpty)
+            let origin = "http://127.0.0.1:\(try #require(server.client.port))"
+            try await WebDriver.with { browser in
+                try await browser.navigate(to: origin + "/console/")
+                try await signIn(browser, token: testToken)
+                try await browser.wait(for: "the deliveries", "return document.querySelector('.deliveries table.backlog tbody tr') ? true : null")
+                let rows = try #require(try await browser.execute(
+                    "return [...document.querySelectorAll('.deliveries table.backlog tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
+                    as? [[String]])
+                #expect(rows.map { $0.prefix(2) } == [["webhook", "http://127.0.0.1:\(closedPort)/hooks"]])
+                let waiting = rows.compactMap { $0.count > 2 ? Int($0[2]) : nil }.reduce(0, +)
+                let outOfTime = try #require(try await browser.execute(
+                    "return document.querySelector('.deliveries > p:last-child').textContent") as? String)
+                #expect(outOfTime.contains("ran out of time"), "\(outOfTime)")
+                let failed = try #require(Int(outOfTime.prefix { $0.isNumber }), "\(outOfTime)")
+                #expect(waiting > 0)
+                #expect(waiting + failed == feed.count)
+                let text = try await browser.execute("return document.body.innerText") as? String ?? ""
+                #expect(!text.contains("password") && !text.contains("user:"))
+                let errors = try await browser.log("browser").filter { ($0["level"] as? String) == "SEVERE" }
+                #expect(errors.isEmpty, "\(errors)")
+            }
+        }
+    }
+
     // MARK: Steps
 
     private func signIn(_ browser: WebDriver, token: String, expectOverview: Bool = true) async throws {

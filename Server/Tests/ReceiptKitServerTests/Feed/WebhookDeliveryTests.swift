@@ -16,7 +16,7 @@ struct WebhookDeliveryTests {
     /// A server sending to `receiver` with quick retries: the test-only shortening of the first
     /// wait (production: 1 s, doubling to 10 minutes).
     static func sending(
-        to receiver: WebhookReceiver, retryWindow: Duration = .seconds(600), concurrency: Int = 4, timeout: Duration = .milliseconds(500)
+        to receiver: WebhookReceiver, retryWindow: Duration = .seconds(600), concurrency: Int = 4, timeout: Duration = .seconds(5)
     ) -> @Sendable (inout ServerConfiguration) -> Void {
         let url = receiver.url
         return { configuration in
@@ -76,7 +76,7 @@ struct WebhookDeliveryTests {
         let receiver = try WebhookReceiver()
         let keys = ["7101", "7201", "7301"]
         let bodies = try Self.changes(of: keys)
-        try await TestServer.run(backend, clock: { Date() }, configure: Self.sending(to: receiver)) { server in
+        try await TestServer.run(backend, clock: { Date() }, configure: Self.sending(to: receiver, timeout: .milliseconds(500))) { server in
             // Nothing listens: each key's first event is tried, and the rest wait behind it.
             for body in bodies { #expect(try await server.notify(body).status == .ok) }
             let events = try await server.feed().events
@@ -137,7 +137,7 @@ struct WebhookDeliveryTests {
         receiver.answer(always: .status(500))
         let bodies = try Self.changes(of: ["7401"]).prefix(2)
         try await receiver.run {
-            try await TestServer.run(backend, clock: { Date() }, configure: Self.sending(to: receiver, retryWindow: .milliseconds(400))) { server in
+            try await TestServer.run(backend, clock: { Date() }, configure: Self.sending(to: receiver, retryWindow: .seconds(1))) { server in
                 for body in bodies { #expect(try await server.notify(body).status == .ok) }
                 try await server.waitUntilDeliveries("both deliveries are dead letters", state: "failed") { $0.count == 2 }
                 let failed = try await server.deliveries(state: "failed")

@@ -138,20 +138,27 @@ private func isComplete(_ text: String) -> Bool {
     return text[end.upperBound...].utf8.count >= length
 }
 
-/// A loopback port nothing listens on (bound once to find it free, then closed).
+/// A loopback port nothing listens on, for a server a test starts later (and may stop and start
+/// again on it): a free port below the kernel's ephemeral range, bound once to find it free, then
+/// closed. Not port 0's choice: that comes from the ephemeral range, where every outgoing
+/// connection of the run (HTTP clients, PostgreSQL) also takes its local port — one of them could
+/// take the port before the server binds it.
 func unusedLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw SocketError(description: "socket: errno \(errno)") }
-    defer { close(fd) }
-    var address = loopback(port: 0)
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+    let ephemeralStart = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
+        .flatMap { $0.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } } ?? 32768
+    let range = 10_000..<max(10_001, min(ephemeralStart, 65_536))
+    for _ in 0..<1_000 {
+        let port = Int.random(in: range)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SocketError(description: "socket: errno \(errno)") }
+        defer { close(fd) }
+        var address = loopback(port: port)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
+        if bound { return port }
     }
-    guard bound else { throw SocketError(description: "bind: errno \(errno)") }
-    return Int(UInt16(bigEndian: address.sin_port))
+    throw SocketError(description: "no free loopback port in \(range)")
 }
 
 /// A loopback TCP forwarder to a port: a database server that a test can make unreachable.
