@@ -59,10 +59,10 @@ struct TransactionRouteTests {
         }
     }
 
-    @Test("customer ids with @, /, space, %, + and non-ASCII round-trip through the path, percent-encoded",
+    @Test("customer ids with @, /, space, %, +, non-ASCII, quotes, backslashes and control characters round-trip through the path, percent-encoded",
           arguments: Backend.available)
     func encodedIds(backend: Backend) async throws {
-        let ids = ["jane@example.com", "team/alpha", "Jane Doe", "100%", "a+b", "Zoë 日本"]
+        let ids = ["jane@example.com", "team/alpha", "Jane Doe", "100%", "a+b", "Zoë 日本", #"say "hi" \ back"#, "tab\tline\nend\u{1}\u{1F}"]
         try await TestServer.run(backend, now: Date(timeIntervalSince1970: Double(t0 + day) / 1000)) { server in
             for (index, id) in ids.enumerated() {
                 let jws = try payloads.transaction(

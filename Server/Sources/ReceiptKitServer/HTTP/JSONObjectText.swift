@@ -89,6 +89,13 @@ struct JSONObjectText {
     /// A JSON string: quotes, backslashes and control characters escaped.
     private static func escape(_ value: String, into text: inout String) {
         text += "\""
+        // Most values (ids, dates, product ids) need no escaping: appended whole. (Every byte of a
+        // multi-byte UTF-8 sequence is 0x80 or above, so the bytes to look for are ASCII's.)
+        guard value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            text += value
+            text += "\""
+            return
+        }
         for scalar in value.unicodeScalars {
             switch scalar {
             case "\"": text += "\\\""
