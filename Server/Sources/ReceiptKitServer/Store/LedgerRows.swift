@@ -588,8 +588,8 @@ enum RowStep<Result> {
 }
 
 /// A piece of store logic decided once for both databases, as a sequence of reads (and writes
-/// that later reads depend on): each store runs the statements it asks for (``SQLiteStore`` synchronously in GRDB's transaction,
-/// ``PostgresStore`` on its connection) until it is done.
+/// that later reads depend on): each store runs the statements it asks for (``SQLiteStore``
+/// synchronously in GRDB's transaction, ``PostgresStore`` on its connection) until it is done.
 protocol RowSteps {
     associatedtype Result
     /// The next step, given the rows of the query the last step asked for (none at the first

@@ -50,47 +50,40 @@ struct SignatureSnippetTests {
 
     @Test("the Node function", .requires(.node))
     func node() async throws {
-        let node = try #require(Tools.path(of: "node"))
-        let code = try Self.snippet("Node", "js")
-        let delivery = try await Self.delivery()
-        for (index, test) in Self.cases(delivery).enumerated() {
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-webhook-\(UUID().uuidString)")
-            try Data(test.body).write(to: file)
-            defer { try? FileManager.default.removeItem(at: file) }
-            let script = code + "\nconsole.log(verifyReceiptKitSignature(require('node:fs').readFileSync(process.argv[1]), process.argv[2], process.argv[3]));"
-            let output = try await Tools.run(node, ["-e", script, file.path, test.header, test.secret])
-            #expect(output.status == 0, "\(output.text)")
-            #expect(output.text.trimmingCharacters(in: .whitespacesAndNewlines) == String(test.valid), "case \(index)")
-        }
+        try await Self.check(
+            "node", ["-e"], snippet: ("Node", "js"),
+            call: "console.log(verifyReceiptKitSignature(require('node:fs').readFileSync(process.argv[1]), process.argv[2], process.argv[3]));")
     }
 
     @Test("the Python function", .requires(.python))
     func python() async throws {
-        let python = try #require(Tools.path(of: "python3"))
-        let code = try Self.snippet("Python", "python")
-        let delivery = try await Self.delivery()
-        for (index, test) in Self.cases(delivery).enumerated() {
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-webhook-\(UUID().uuidString)")
-            try Data(test.body).write(to: file)
-            defer { try? FileManager.default.removeItem(at: file) }
-            let script = code + "\nimport sys\nprint(str(verify_receiptkit_signature(open(sys.argv[1], 'rb').read(), sys.argv[2], sys.argv[3])).lower())"
-            let output = try await Tools.run(python, ["-c", script, file.path, test.header, test.secret])
-            #expect(output.status == 0, "\(output.text)")
-            #expect(output.text.trimmingCharacters(in: .whitespacesAndNewlines) == String(test.valid), "case \(index)")
-        }
+        try await Self.check(
+            "python3", ["-c"], snippet: ("Python", "python"),
+            call: "import sys\nprint(str(verify_receiptkit_signature(open(sys.argv[1], 'rb').read(), sys.argv[2], sys.argv[3])).lower())")
     }
 
     @Test("the PHP function", .requires(.php))
     func php() async throws {
-        let php = try #require(Tools.path(of: "php"))
-        let code = try Self.snippet("PHP", "php")
+        try await Self.check(
+            "php", ["-r"], snippet: ("PHP", "php"), afterScript: ["--"],
+            call: "echo verify_receiptkit_signature(file_get_contents($argv[1]), $argv[2], $argv[3]) ? 'true' : 'false';")
+    }
+
+    /// Runs the page's function of `snippet` (its heading and code block language) followed by
+    /// `call`, which prints `true` or `false`, as `interpreter options… SCRIPT afterScript… FILE
+    /// HEADER SECRET` over each case, FILE holding the case's body.
+    static func check(
+        _ interpreter: String, _ options: [String], snippet: (title: String, language: String), afterScript: [String] = [],
+        call: String
+    ) async throws {
+        let executable = try #require(Tools.path(of: interpreter))
+        let script = try Self.snippet(snippet.title, snippet.language) + "\n" + call
         let delivery = try await Self.delivery()
         for (index, test) in Self.cases(delivery).enumerated() {
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-webhook-\(UUID().uuidString)")
             try Data(test.body).write(to: file)
             defer { try? FileManager.default.removeItem(at: file) }
-            let script = code + "\necho verify_receiptkit_signature(file_get_contents($argv[1]), $argv[2], $argv[3]) ? 'true' : 'false';"
-            let output = try await Tools.run(php, ["-r", script, "--", file.path, test.header, test.secret])
+            let output = try await Tools.run(executable, options + [script] + afterScript + [file.path, test.header, test.secret])
             #expect(output.status == 0, "\(output.text)")
             #expect(output.text.trimmingCharacters(in: .whitespacesAndNewlines) == String(test.valid), "case \(index)")
         }
