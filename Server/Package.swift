@@ -44,6 +44,8 @@ let package = Package(
                 .product(name: "ReceiptKitFormats", package: "ReceiptKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's own functions, for the store's hot statements (Store/StoreStatement.swift).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
