@@ -181,31 +181,7 @@ struct StoreTests {
             try await withStore(location, searchPath: searchPath) { store in
                 try await store.migrate()
                 for history in 0..<24 {
-                    let key = SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "h\(history)")
-                    // Few distinct dates, so that purchases, expiries and signed dates tie often.
-                    func instant() -> Int64 { Int64(random.next() % 12) * 1000 }
-                    var copies: [LedgerCopy] = []
-                    for _ in 0..<(2 + Int(random.next() % 20)) {
-                        let transactionId = String(random.next() % 10)
-                        // Every other history buys at one of three instants only: ties of
-                        // several transactions at the top of rule 2's order.
-                        let purchase = history.isMultiple(of: 2) ? Int64(random.next() % 3) * 1000 : instant()
-                        var members: [String] = [
-                            "\"key\":{\"bundleId\":\"b\",\"environment\":\"Sandbox\",\"originalTransactionId\":\"\(key.originalTransactionId)\"}",
-                            "\"transactionId\":\"\(transactionId)\"", "\"knownFrom\":\(instant())",
-                            "\"purchaseDate\":\(purchase)", "\"expiresDate\":\(purchase + Int64(random.next() % 2) * 1000)",
-                            "\"isUpgraded\":\(random.next() % 4 == 0)", "\"productType\":\"auto_renewable_subscription\"",
-                            "\"productId\":\"p\(random.next() % 2)\"",
-                        ]
-                        if random.next() % 5 == 0 { members.append("\"revocationDate\":\(instant())") }
-                        copies.append(try LedgerCopy(jsonBytes: Array("{\(members.joined(separator: ","))}".utf8), kind: .transaction))
-                    }
-                    for _ in 0..<Int(random.next() % 4) {
-                        let info = "{\"environment\":\"Sandbox\",\"originalTransactionId\":\"\(key.originalTransactionId)\","
-                            + "\"knownFrom\":\(instant()),\"renewalDate\":\(instant() + 1000),\"autoRenewStatus\":\(random.next() % 2),"
-                            + "\"isInBillingRetryPeriod\":\(random.next() % 2 == 0)}"
-                        copies.append(try LedgerCopy(jsonBytes: Array(info.utf8), kind: .renewalInfo))
-                    }
+                    let (key, copies) = try Self.randomHistory(history, &random)
                     var ledger = EntitlementLedger()
                     for copy in copies { ledger.insert(copy) }
                     // One event per copy, in a shuffled order, some twice.
@@ -219,6 +195,68 @@ struct StoreTests {
                     }
                     for at in stride(from: Int64(-1000), through: 14_000, by: 500).map(Timestamp.init(millisecondsSince1970:)) + [Self.later] {
                         #expect(try await store.state(of: key, at: at) == ledger.state(for: key, at: at), "history \(history) at \(at)")
+                    }
+                }
+            }
+        }
+    }
+
+    /// A random history of one key for ``rowsAgreeWithTheLedger(backend:)`` and
+    /// ``derivedAfterEachEvent(backend:)``: transaction copies whose purchases, expiries and signed
+    /// dates tie often (every other history buys at one of three instants only: ties of several
+    /// transactions at the top of rule 2's order), some upgraded or revoked, and renewal infos.
+    static func randomHistory(_ history: Int, _ random: inout SplitMix64) throws -> (key: SubscriptionKey, copies: [LedgerCopy]) {
+        let key = SubscriptionKey(bundleId: "b", environment: "Sandbox", originalTransactionId: "h\(history)")
+        // Few distinct dates, so that purchases, expiries and signed dates tie often.
+        func instant() -> Int64 { Int64(random.next() % 12) * 1000 }
+        var copies: [LedgerCopy] = []
+        for _ in 0..<(2 + Int(random.next() % 20)) {
+            let transactionId = String(random.next() % 10)
+            let purchase = history.isMultiple(of: 2) ? Int64(random.next() % 3) * 1000 : instant()
+            var members: [String] = [
+                "\"key\":{\"bundleId\":\"b\",\"environment\":\"Sandbox\",\"originalTransactionId\":\"\(key.originalTransactionId)\"}",
+                "\"transactionId\":\"\(transactionId)\"", "\"knownFrom\":\(instant())",
+                "\"purchaseDate\":\(purchase)", "\"expiresDate\":\(purchase + Int64(random.next() % 2) * 1000)",
+                "\"isUpgraded\":\(random.next() % 4 == 0)", "\"productType\":\"auto_renewable_subscription\"",
+                "\"productId\":\"p\(random.next() % 2)\"",
+            ]
+            if random.next() % 5 == 0 { members.append("\"revocationDate\":\(instant())") }
+            copies.append(try LedgerCopy(jsonBytes: Array("{\(members.joined(separator: ","))}".utf8), kind: .transaction))
+        }
+        for _ in 0..<Int(random.next() % 4) {
+            let info = "{\"environment\":\"Sandbox\",\"originalTransactionId\":\"\(key.originalTransactionId)\","
+                + "\"knownFrom\":\(instant()),\"renewalDate\":\(instant() + 1000),\"autoRenewStatus\":\(random.next() % 2),"
+                + "\"isInBillingRetryPeriod\":\(random.next() % 2 == 0)}"
+            copies.append(try LedgerCopy(jsonBytes: Array(info.utf8), kind: .renewalInfo))
+        }
+        return (key, copies)
+    }
+
+    @Test("the state the feed derives in each event's transaction is the ledger's of the copies stored so far, whichever copy won a tie",
+          arguments: Backend.available)
+    func derivedAfterEachEvent(backend: Backend) async throws {
+        var random = SplitMix64(seed: 0x4445_5249_5645_4431)
+        // After every copy's signed date: the derivation then reads the few rows that decide the
+        // state, and the copies its own event stored from memory.
+        let receivedAt = Timestamp(millisecondsSince1970: 20_000)
+        try await backend.withDatabase { location, searchPath in
+            try await withStore(location, searchPath: searchPath) { store in
+                try await store.migrate()
+                for history in 0..<24 {
+                    let (key, copies) = try Self.randomHistory(history, &random)
+                    var ledger = EntitlementLedger()
+                    let order = copies.indices.map { ($0, random.next()) }.sorted { $0.1 < $1.1 }.map(\.0)
+                    for (position, index) in order.enumerated() {
+                        // The same copy again, as another event, now and then: its row keeps the winner.
+                        for name in random.next() % 3 == 0 ? ["", "-again"] : [""] {
+                            var event = event("d\(history)-\(position)\(name)", keys: [key], copies: [copies[index]])
+                            event.receivedAt = receivedAt.millisecondsSince1970
+                            ledger.insert(copies[index])
+                            #expect(try await store.record(event))
+                            let expected = ledger.state(for: key, at: receivedAt).map(DerivedState.init)
+                            #expect(try await backend.derivedState(of: key, location: location, searchPath: searchPath) == expected,
+                                    "history \(history), event \(position)\(name)")
+                        }
                     }
                 }
             }
@@ -522,6 +560,36 @@ extension Backend {
     }
 
     /// The signed dates of every stored transaction copy and renewal info copy, each sorted.
+    /// The state the feed derived last for a key (`subscriptions`' derived columns), read with a
+    /// connection of the test's own; `nil` when it has none.
+    func derivedState(of key: SubscriptionKey, location: DatabaseLocation, searchPath: String?) async throws -> DerivedState? {
+        let sql = """
+            SELECT derived_status, derived_product_id, derived_transaction_id, derived_expires_at, derived_will_renew,
+                derived_subscription, derived_family_shared
+            FROM subscriptions WHERE original_transaction_id = '\(key.originalTransactionId)'
+            """
+        typealias Columns = (String?, String?, String?, Int64?, Int64?, Int64?, Int64?)
+        var rows: [Columns] = []
+        switch location {
+        case .sqlite(let path):
+            rows = try await DatabaseQueue(path: path).read { db in
+                try Row.fetchAll(db, sql: sql).map { ($0[0], $0[1], $0[2], $0[3], $0[4], $0[5], $0[6]) }
+            }
+        case .postgres:
+            try await Self.withPostgresClient(location, searchPath: searchPath) { client in
+                for try await row in try await client.query(PostgresQuery(unsafeSQL: sql))
+                    .decode((String?, String?, String?, Int64?, Int16?, Int16?, Int16?).self) {
+                    rows.append((row.0, row.1, row.2, row.3, row.4.map(Int64.init), row.5.map(Int64.init), row.6.map(Int64.init)))
+                }
+            }
+        }
+        guard let row = rows.first, let raw = row.0 else { return nil }
+        let status = try #require(SubscriptionStatus(rawValue: raw))
+        return DerivedState(
+            status: status, productId: row.1, transactionId: row.2, expiresAt: row.3, willRenew: row.4.map { $0 != 0 },
+            isSubscription: row.5 != 0, isFamilyShared: row.6 == 1)
+    }
+
     func copyRows(location: DatabaseLocation, searchPath: String?) async throws -> (transactions: [Int64], renewalInfos: [Int64]) {
         let queries = ["SELECT known_from FROM transaction_copies ORDER BY known_from", "SELECT known_from FROM renewal_info_copies ORDER BY known_from"]
         var dates: [[Int64]] = []

@@ -238,6 +238,8 @@ enum FeedRows {
         let forward: (body: [UInt8], orderingKey: String)?
         /// The consumption request the input is: its event follows its key's changes.
         let consumption: ConsumptionNotice?
+        /// The copies the input stored in this transaction (``LedgerRows/Written``).
+        let written: LedgerRows.Written
         private var phase = Phase.evaluating(0, nil)
         private var events: [ChangeEvent] = []
         private var plan = Plan()
@@ -251,9 +253,11 @@ enum FeedRows {
 
         init(
             keys: [SubscriptionKey], at instant: Timestamp, cause: ChangeCause, recordedAt: Int64,
-            targets: OutboxTargets, forward: (body: [UInt8], orderingKey: String)? = nil, consumption: ConsumptionNotice? = nil
+            targets: OutboxTargets, forward: (body: [UInt8], orderingKey: String)? = nil, consumption: ConsumptionNotice? = nil,
+            written: LedgerRows.Written = LedgerRows.Written()
         ) {
             self.consumption = consumption
+            self.written = written
             self.keys = keys
             self.instant = instant
             self.cause = cause
@@ -263,13 +267,13 @@ enum FeedRows {
         }
 
         /// The derivation of a new input: its keys evaluated at the instant it was received; a
-        /// notification is forwarded.
-        init(_ event: NewEvent, targets: OutboxTargets) {
+        /// notification is forwarded. `written`: the copies folding it in stored.
+        init(_ event: NewEvent, targets: OutboxTargets, written: LedgerRows.Written) {
             let key = event.orderedKeys.first.map(OutboxRows.orderingKey) ?? "notification"
             self.init(
                 keys: event.orderedKeys, at: Timestamp(millisecondsSince1970: event.receivedAt), cause: event.cause,
                 recordedAt: event.receivedAt, targets: targets, forward: event.kind == "notification" ? (event.raw, key) : nil,
-                consumption: event.consumption)
+                consumption: event.consumption, written: written)
         }
 
         mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<Plan> {
@@ -280,7 +284,7 @@ enum FeedRows {
                         phase = .customers(0)
                         continue
                     }
-                    var evaluation = running ?? LedgerRows.Evaluation(key: keys[index], at: instant)
+                    var evaluation = running ?? LedgerRows.Evaluation(key: keys[index], at: instant, written: written)
                     switch try evaluation.next(running == nil ? [] : rows) {
                     case .fetch(let statement, let values):
                         phase = .evaluating(index, evaluation)

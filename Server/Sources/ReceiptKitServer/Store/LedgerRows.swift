@@ -11,9 +11,9 @@ import ReceiptKit
 /// step asks for and executes the writes it plans.
 enum LedgerRows {
     /// How many top-ranked current copies are read for a state evaluated after every copy is
-    /// known. When the last one read ties with the first, more might: the state is then
-    /// evaluated from every copy instead.
-    static let candidateLimit = 4
+    /// known: rule 2 takes the first, unless the second ties with it, and then more might tie —
+    /// the state is then evaluated from every copy instead.
+    static let candidateLimit = 2
 
     // MARK: Writing a copy
 
@@ -347,10 +347,10 @@ enum LedgerRows {
     /// ReceiptKit).
     static let candidates = StoreStatement(
         """
-        SELECT copy, is_upgraded, purchase_date, expires_date FROM transaction_copies
+        SELECT copy, is_upgraded, purchase_date, expires_date, transaction_id, known_from FROM transaction_copies
         WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND is_latest = 1
         ORDER BY is_upgraded, purchase_date DESC, expires_date DESC LIMIT \(candidateLimit)
-        """, columns: [.text, .integer, .integer, .integer])
+        """, columns: [.text, .integer, .integer, .integer, .text, .integer])
 
     static let transactionCopy = sameTransactionCopy
 
@@ -393,6 +393,8 @@ enum LedgerRows {
     struct Evaluation: RowSteps {
         let key: SubscriptionKey
         let instant: Timestamp
+        /// The copies the running transaction stored: read from here, not decoded from their rows.
+        let written: Written
         private var phase = Phase.start
         private var copies: [LedgerCopy] = []
         /// The key's row, once read: what the feed compares the evaluated state with.
@@ -402,9 +404,10 @@ enum LedgerRows {
             case start, head, candidates, lastTransaction, lastRenewalInfo, allTransactions, allRenewalInfos
         }
 
-        init(key: SubscriptionKey, at instant: Timestamp) {
+        init(key: SubscriptionKey, at instant: Timestamp, written: Written = Written()) {
             self.key = key
             self.instant = instant
+            self.written = written
         }
 
         mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<SubscriptionState?> {
@@ -422,14 +425,19 @@ enum LedgerRows {
                 return .fetch(LedgerRows.candidates, keyValues(key))
             case .candidates:
                 let candidates = try rows.map { row in
-                    Candidate(
-                        copy: try copy(row[0], kind: .transaction, of: key.originalTransactionId),
+                    let stored = row[4].text.flatMap { id in row[5].integer.flatMap { written.transaction(id, knownFrom: $0, of: key) } }
+                    return Candidate(
+                        copy: try stored ?? copy(row[0], kind: .transaction, of: key.originalTransactionId),
                         rank: (row[1].integer ?? 0, row[2].integer ?? .min, row[3].integer ?? .min))
                 }
                 guard candidatesSuffice(candidates) else { return allCopies() }
                 copies = candidates.map(\.copy)
                 if let last = head.lastTransaction,
                    !copies.contains(where: { $0.transactionId == last.transactionId && $0.knownFrom.millisecondsSince1970 == last.knownFrom }) {
+                    if let stored = written.transaction(last.transactionId, knownFrom: last.knownFrom, of: key) {
+                        copies.append(stored)
+                        return lastRenewalInfo()
+                    }
                     phase = .lastTransaction
                     return .fetch(LedgerRows.transactionCopy, keyValues(key) + [.text(last.transactionId), .integer(last.knownFrom)])
                 }
@@ -449,6 +457,10 @@ enum LedgerRows {
 
         private mutating func lastRenewalInfo() -> RowStep<SubscriptionState?> {
             guard let knownFrom = head.lastRenewalInfo else { return .done(evaluate()) }
+            if let stored = written.renewalInfo(of: key, knownFrom: knownFrom) {
+                copies.append(stored)
+                return .done(evaluate())
+            }
             phase = .lastRenewalInfo
             return .fetch(LedgerRows.latestRenewalInfo, renewalValues(key) + [.integer(knownFrom)])
         }
@@ -477,6 +489,54 @@ enum LedgerRows {
         /// When the last copy of the key was signed.
         var lastKnownFrom: Int64? {
             [lastTransaction?.knownFrom, lastRenewalInfo].compactMap { $0 }.max()
+        }
+    }
+
+    /// The copies a transaction stored, by the identity of their rows: what a state evaluated in
+    /// the same transaction reads from memory instead of decoding its rows' JSON again. Only a
+    /// copy whose row holds it — inserted, or replacing the stored one — is here.
+    struct Written {
+        private var transactions: [TransactionRow: LedgerCopy] = [:]
+        private var renewalInfos: [RenewalInfoRow: LedgerCopy] = [:]
+
+        private struct TransactionRow: Hashable {
+            var key: SubscriptionKey
+            var transactionId: String
+            var knownFrom: Int64
+        }
+
+        private struct RenewalInfoRow: Hashable {
+            var originalTransactionId: String
+            var environment: String
+            var knownFrom: Int64
+        }
+
+        /// Notes `copy` when the writes that folded it in (``Folding``) put it in its row.
+        mutating func add(_ copy: LedgerCopy, ifStoredBy writes: [StoreWrite]) {
+            let knownFrom = copy.knownFrom.millisecondsSince1970
+            switch copy.kind {
+            case .transaction:
+                guard let key = copy.key, let id = copy.transactionId,
+                      writes.contains(where: { $0.statement.sql == insertTransactionCopy.sql || $0.statement.sql == replaceTransactionCopy.sql })
+                else { return }
+                transactions[TransactionRow(key: key, transactionId: id, knownFrom: knownFrom)] = copy
+            case .renewalInfo:
+                guard writes.contains(where: { $0.statement.sql == insertRenewalInfoCopy.sql || $0.statement.sql == replaceRenewalInfoCopy.sql })
+                else { return }
+                renewalInfos[RenewalInfoRow(
+                    originalTransactionId: copy.originalTransactionId, environment: copy.environment, knownFrom: knownFrom)] = copy
+            }
+        }
+
+        fileprivate func transaction(_ id: String, knownFrom: Int64, of key: SubscriptionKey) -> LedgerCopy? {
+            transactions.isEmpty ? nil : transactions[TransactionRow(key: key, transactionId: id, knownFrom: knownFrom)]
+        }
+
+        fileprivate func renewalInfo(of key: SubscriptionKey, knownFrom: Int64) -> LedgerCopy? {
+            renewalInfos.isEmpty
+                ? nil
+                : renewalInfos[RenewalInfoRow(
+                    originalTransactionId: key.originalTransactionId, environment: key.environment, knownFrom: knownFrom)]
         }
     }
 

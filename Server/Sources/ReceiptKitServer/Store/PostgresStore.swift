@@ -142,6 +142,7 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
             let (stored, encoding, found) = try await Self.storedRaw(of: event, on: connection, headers: headers, logger: logger)
             let raw = ByteBuffer(bytes: stored)
             var eventId: Int64?
+            var written = LedgerRows.Written()
             for try await id in try await connection.query(
                 """
                 INSERT INTO events (dedup_key, kind, raw, raw_encoding, record, received_at, source)
@@ -162,9 +163,11 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
                     _ = try await connection.rows(LedgerRows.lockSubscription, LedgerRows.keyValues(key), logger: logger)
                 }
                 for copy in event.copies {
-                    for write in try await connection.run(LedgerRows.Folding(copy), logger: logger) {
+                    let writes = try await connection.run(LedgerRows.Folding(copy), logger: logger)
+                    for write in writes {
                         try await connection.execute(write, logger: logger)
                     }
+                    written.add(copy, ifStoredBy: writes)
                 }
             }
             for write in LedgerRows.linkWrites(event) {
@@ -174,7 +177,7 @@ public final class PostgresStore: EntitlementStore, StoreInspection {
             if eventId != nil {
                 // Last: the feed's counter, which this takes only when there are events, stays
                 // locked until the commit (``FeedRows``).
-                let plan = try await connection.run(FeedRows.Derivation(event, targets: targets), logger: logger)
+                let plan = try await connection.run(FeedRows.Derivation(event, targets: targets, written: written), logger: logger)
                 for write in plan.writes {
                     try await connection.execute(write, logger: logger)
                 }

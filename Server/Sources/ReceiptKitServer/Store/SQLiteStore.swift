@@ -234,15 +234,18 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
         ])
         // One row inserted, or none for a replay (`RETURNING` would read it back through a cursor).
         let inserted: Int64? = db.changesCount == 1 ? db.lastInsertedRowID : nil
+        var written = LedgerRows.Written()
         if let eventId = inserted {
             for write in LedgerRows.keyWrites(event, eventId: eventId) { try db.execute(write) }
             for copy in event.copies {
-                for write in try db.run(LedgerRows.Folding(copy)) { try db.execute(write) }
+                let writes = try db.run(LedgerRows.Folding(copy))
+                for write in writes { try db.execute(write) }
+                written.add(copy, ifStoredBy: writes)
             }
         }
         for write in LedgerRows.linkWrites(event) { try db.execute(write) }
         guard inserted != nil else { return Recorded(isNew: false) }
-        let plan = try db.run(FeedRows.Derivation(event, targets: targets))
+        let plan = try db.run(FeedRows.Derivation(event, targets: targets, written: written))
         for write in plan.writes { try db.execute(write) }
         var recorded = Recorded(isNew: true)
         recorded.feed.add(plan)
