@@ -3,6 +3,7 @@ import GRDB
 import Logging
 import PostgresNIO
 import ReceiptKitServer
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -142,13 +143,15 @@ private func isComplete(_ text: String) -> Bool {
 /// again on it): a free port below the kernel's ephemeral range, bound once to find it free, then
 /// closed. Not port 0's choice: that comes from the ephemeral range, where every outgoing
 /// connection of the run (HTTP clients, PostgreSQL) also takes its local port — one of them could
-/// take the port before the server binds it.
+/// take the port before the server binds it. Never the same port twice in a run: two tests that
+/// pick one at once would otherwise both find it free, and the second to bind would fail.
 func unusedLoopbackPort() throws -> Int {
     let ephemeralStart = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
         .flatMap { $0.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } } ?? 32768
     let range = 10_000..<max(10_001, min(ephemeralStart, 65_536))
     for _ in 0..<1_000 {
         let port = Int.random(in: range)
+        guard handedOutPorts.withLock({ $0.insert(port).inserted }) else { continue }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw SocketError(description: "socket: errno \(errno)") }
         defer { close(fd) }
@@ -160,6 +163,9 @@ func unusedLoopbackPort() throws -> Int {
     }
     throw SocketError(description: "no free loopback port in \(range)")
 }
+
+/// The ports ``unusedLoopbackPort()`` has handed out (or found taken) in this run.
+private let handedOutPorts = Mutex<Set<Int>>([])
 
 /// A loopback TCP forwarder to a port: a database server that a test can make unreachable.
 /// ``stop()`` closes its listening socket (so nothing listens on ``port`` any more) and resets
