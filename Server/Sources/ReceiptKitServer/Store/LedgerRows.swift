@@ -354,6 +354,33 @@ enum LedgerRows {
 
     static let transactionCopy = sameTransactionCopy
 
+    /// ``candidates`` among the copies known at an instant: of each transaction, the copy signed
+    /// last by then.
+    static let candidatesKnownAt = StoreStatement(
+        """
+        SELECT c.copy, c.is_upgraded, c.purchase_date, c.expires_date, c.transaction_id, c.known_from FROM transaction_copies c
+        WHERE c.original_transaction_id = ? AND c.bundle_id = ? AND c.environment = ? AND c.known_from = (
+            SELECT MAX(d.known_from) FROM transaction_copies d
+            WHERE d.original_transaction_id = c.original_transaction_id AND d.bundle_id = c.bundle_id
+                AND d.environment = c.environment AND d.transaction_id = c.transaction_id AND d.known_from <= ?)
+        ORDER BY c.is_upgraded, c.purchase_date DESC, c.expires_date DESC LIMIT \(candidateLimit)
+        """, columns: [.text, .integer, .integer, .integer, .text, .integer])
+
+    /// The key's transaction copy signed last by an instant.
+    static let lastTransactionCopyKnownAt = StoreStatement(
+        """
+        SELECT known_from, transaction_id, copy FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND known_from <= ?
+        ORDER BY known_from DESC, transaction_id DESC LIMIT 1
+        """, columns: [.integer, .text, .text])
+
+    /// The key's renewal info signed last by an instant.
+    static let lastRenewalInfoKnownAt = StoreStatement(
+        """
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from <= ?
+        ORDER BY known_from DESC LIMIT 1
+        """, columns: [.text])
+
     static let latestRenewalInfo = StoreStatement(
         """
         SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from = ?
@@ -387,9 +414,11 @@ enum LedgerRows {
     /// When every copy of the key is known at the instant — a state asked for now, the case
     /// that matters at scale — the state is decided by a few rows whatever the key's history:
     /// the top-ranked latest transaction copies (rule 2 picks among them), the copy signed last
-    /// (the state's `last_signed_date`) and the renewal info signed last (rule 3). Otherwise (an
-    /// `as_of` before the key's last copy) every copy known then is read. Either way ReceiptKit's
-    /// ``EntitlementLedger`` evaluates the copies.
+    /// (the state's `last_signed_date`) and the renewal info signed last (rule 3). At an instant
+    /// before the key's last copy (an `as_of`), the same few among the copies known then: each
+    /// transaction's copy signed last by then, ranked, the copy signed last by then, and the
+    /// renewal info signed last by then. Only when the top two candidates tie is every copy known
+    /// at the instant read. Either way ReceiptKit's ``EntitlementLedger`` evaluates the copies.
     struct Evaluation: RowSteps {
         let key: SubscriptionKey
         let instant: Timestamp
@@ -402,6 +431,7 @@ enum LedgerRows {
 
         private enum Phase {
             case start, head, candidates, lastTransaction, lastRenewalInfo, allTransactions, allRenewalInfos
+            case candidatesAt, lastTransactionAt
         }
 
         init(key: SubscriptionKey, at instant: Timestamp, written: Written = Written()) {
@@ -420,16 +450,27 @@ enum LedgerRows {
                 if let knownFrom = row[0].integer, let id = row[1].text { head.lastTransaction = (knownFrom, id) }
                 head.lastRenewalInfo = row[2].integer
                 head.derived = FeedRows.derived(row[3...])
-                guard let last = head.lastKnownFrom, last <= instant.millisecondsSince1970 else { return allCopies() }
+                guard let last = head.lastKnownFrom, last <= instant.millisecondsSince1970 else {
+                    phase = .candidatesAt
+                    return .fetch(LedgerRows.candidatesKnownAt, keyValues(key) + [.integer(instant.millisecondsSince1970)])
+                }
                 phase = .candidates
                 return .fetch(LedgerRows.candidates, keyValues(key))
-            case .candidates:
-                let candidates = try rows.map { row in
-                    let stored = row[4].text.flatMap { id in row[5].integer.flatMap { written.transaction(id, knownFrom: $0, of: key) } }
-                    return Candidate(
-                        copy: try stored ?? copy(row[0], kind: .transaction, of: key.originalTransactionId),
-                        rank: (row[1].integer ?? 0, row[2].integer ?? .min, row[3].integer ?? .min))
+            case .candidatesAt:
+                let candidates = try self.candidates(rows)
+                guard candidatesSuffice(candidates) else { return allCopies() }
+                copies = candidates.map(\.copy)
+                phase = .lastTransactionAt
+                return .fetch(LedgerRows.lastTransactionCopyKnownAt, keyValues(key) + [.integer(instant.millisecondsSince1970)])
+            case .lastTransactionAt:
+                if let row = rows.first, let knownFrom = row[0].integer, let id = row[1].text,
+                   !copies.contains(where: { $0.transactionId == id && $0.knownFrom.millisecondsSince1970 == knownFrom }) {
+                    copies.append(try copy(row[2], kind: .transaction, of: key.originalTransactionId))
                 }
+                phase = .lastRenewalInfo
+                return .fetch(LedgerRows.lastRenewalInfoKnownAt, renewalValues(key) + [.integer(instant.millisecondsSince1970)])
+            case .candidates:
+                let candidates = try self.candidates(rows)
                 guard candidatesSuffice(candidates) else { return allCopies() }
                 copies = candidates.map(\.copy)
                 if let last = head.lastTransaction,
@@ -452,6 +493,17 @@ enum LedgerRows {
                 copies = try rows.map { try copy($0[0], kind: .transaction, of: key.originalTransactionId) }
                 phase = .allRenewalInfos
                 return .fetch(LedgerRows.renewalInfoCopiesKnownAt, renewalValues(key) + [.integer(instant.millisecondsSince1970)])
+            }
+        }
+
+        /// Rows of ``candidates`` or ``candidatesKnownAt``; a copy this transaction stored is taken
+        /// from ``written``.
+        private func candidates(_ rows: [[StoreValue]]) throws -> [Candidate] {
+            try rows.map { row in
+                let stored = row[4].text.flatMap { id in row[5].integer.flatMap { written.transaction(id, knownFrom: $0, of: key) } }
+                return Candidate(
+                    copy: try stored ?? copy(row[0], kind: .transaction, of: key.originalTransactionId),
+                    rank: (row[1].integer ?? 0, row[2].integer ?? .min, row[3].integer ?? .min))
             }
         }
 
