@@ -10,9 +10,9 @@ import ReceiptKit
 /// what they decide between statements is decided here once: each store only fetches the rows a
 /// step asks for and executes the writes it plans.
 enum LedgerRows {
-    /// How many top-ranked current copies are read for a state evaluated after every copy is
-    /// known: rule 2 takes the first, unless the second ties with it, and then more might tie —
-    /// the state is then evaluated from every copy instead.
+    /// How many top-ranked candidates are read for a state (``candidates``, ``candidatesKnownAt``):
+    /// rule 2 takes the first, unless the second ties with it, and then more might tie — the
+    /// state is then evaluated from every copy known at its instant instead.
     static let candidateLimit = 2
 
     // MARK: Writing a copy
