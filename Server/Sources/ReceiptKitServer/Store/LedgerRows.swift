@@ -463,8 +463,7 @@ enum LedgerRows {
                 phase = .lastTransactionAt
                 return .fetch(LedgerRows.lastTransactionCopyKnownAt, keyValues(key) + [.integer(instant.millisecondsSince1970)])
             case .lastTransactionAt:
-                if let row = rows.first, let knownFrom = row[0].integer, let id = row[1].text,
-                   !copies.contains(where: { $0.transactionId == id && $0.knownFrom.millisecondsSince1970 == knownFrom }) {
+                if let row = rows.first, let knownFrom = row[0].integer, let id = row[1].text, !hasCopy(id, knownFrom: knownFrom) {
                     copies.append(try copy(row[2], kind: .transaction, of: key.originalTransactionId))
                 }
                 phase = .lastRenewalInfo
@@ -473,8 +472,7 @@ enum LedgerRows {
                 let candidates = try self.candidates(rows)
                 guard candidatesSuffice(candidates) else { return allCopies() }
                 copies = candidates.map(\.copy)
-                if let last = head.lastTransaction,
-                   !copies.contains(where: { $0.transactionId == last.transactionId && $0.knownFrom.millisecondsSince1970 == last.knownFrom }) {
+                if let last = head.lastTransaction, !hasCopy(last.transactionId, knownFrom: last.knownFrom) {
                     if let stored = written.transaction(last.transactionId, knownFrom: last.knownFrom, of: key) {
                         copies.append(stored)
                         return lastRenewalInfo()
@@ -494,6 +492,11 @@ enum LedgerRows {
                 phase = .allRenewalInfos
                 return .fetch(LedgerRows.renewalInfoCopiesKnownAt, renewalValues(key) + [.integer(instant.millisecondsSince1970)])
             }
+        }
+
+        /// Whether the copies read so far hold the copy of this transaction signed at `knownFrom`.
+        private func hasCopy(_ transactionId: String, knownFrom: Int64) -> Bool {
+            copies.contains { $0.transactionId == transactionId && $0.knownFrom.millisecondsSince1970 == knownFrom }
         }
 
         /// Rows of ``candidates`` or ``candidatesKnownAt``; a copy this transaction stored is taken

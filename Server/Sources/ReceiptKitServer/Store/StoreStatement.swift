@@ -68,27 +68,6 @@ enum StoreValue: Sendable, Hashable {
         if case .bytes(let value) = self { return value }
         return nil
     }
-
-    /// The value of a SQLite column.
-    init(_ value: DatabaseValue) {
-        switch value.storage {
-        case .int64(let integer): self = .integer(integer)
-        case .string(let text): self = .text(text)
-        case .double(let double): self = .integer(Int64(double))
-        case .blob(let data): self = .bytes(Array(data))
-        case .null: self = .null
-        }
-    }
-
-    /// GRDB's form of the value.
-    var databaseValue: DatabaseValue {
-        switch self {
-        case .integer(let integer): integer.databaseValue
-        case .text(let text): text.databaseValue
-        case .bytes(let bytes): Data(bytes).databaseValue
-        case .null: .null
-        }
-    }
 }
 
 /// A write a store executes: a statement and its values.
@@ -181,7 +160,7 @@ extension Database {
         }
     }
 
-    /// A column of the current row, as ``StoreValue/init(_:)`` reads GRDB's values.
+    /// A column of the current row (a real number, which the store never writes, read as an integer).
     private static func value(_ handle: OpaquePointer, _ column: Int32) -> StoreValue {
         switch sqlite3_column_type(handle, column) {
         case SQLITE_INTEGER:
