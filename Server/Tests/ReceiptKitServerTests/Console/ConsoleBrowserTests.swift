@@ -221,7 +221,7 @@ struct ConsoleBrowserTests {
         let fixture = try ConsoleFixture()
         let clock = ManualClock(ConsoleFixture.now)
         // A receiver that refuses every connection: each event waits, or runs out of time.
-        let closedPort = try ConsoleRouteTests.closedLoopbackPort()
+        let closedPort = try unusedLoopbackPort()
         let configure: @Sendable (inout ServerConfiguration) -> Void = { configuration in
             configuration.events.webhookURL = "http://user:password@127.0.0.1:\(closedPort)/hooks"
             configuration.events.webhookSecret = "0123456789abcdef0123"

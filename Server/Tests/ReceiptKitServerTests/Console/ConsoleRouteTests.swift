@@ -167,7 +167,7 @@ struct ConsoleRouteTests {
         let today = ms("2025-10-15T00:00:00Z")
         // Webhooks to a port nothing listens on: every event's delivery waits in the outbox, or
         // runs out of time as the clock moves on.
-        let closedPort = try Self.closedLoopbackPort()
+        let closedPort = try unusedLoopbackPort()
         let configure: @Sendable (inout ServerConfiguration) -> Void = { configuration in
             configuration.events.webhookURL = "http://user:password@127.0.0.1:\(closedPort)/hooks"
             configuration.events.webhookSecret = "0123456789abcdef0123"
@@ -282,23 +282,6 @@ struct ConsoleRouteTests {
                 try await server.get("/console/missing.js", token: nil).expectError(.notFound, "not_found")
             }
         }
-    }
-
-    /// A loopback port nothing listens on: one the kernel just gave out, closed again.
-    static func closedLoopbackPort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw POSIXError(.EIO) }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-        }
-        guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 
