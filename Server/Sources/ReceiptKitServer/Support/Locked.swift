@@ -1,4 +1,4 @@
-public import NIOConcurrencyHelpers
+package import NIOConcurrencyHelpers
 
 /// A value behind a lock: pthread's, through SwiftNIO's `NIOLockedValueBox`. Used for the state
 /// the server's concurrency tests run under the thread sanitizer (group commit, timeouts, the
