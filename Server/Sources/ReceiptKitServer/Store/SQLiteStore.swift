@@ -18,8 +18,6 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
     private let headers = HeaderDirectory()
     /// The most events one transaction stores.
     private static let maximumBatch = 128
-    /// How many pages the WAL holds before a commit checkpoints it (SQLite's `wal_autocheckpoint`).
-    static let checkpointPages = 10_000
 
     /// Opens (or creates) the database file.
     ///
@@ -44,22 +42,10 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
         // commit syncs the WAL before it returns (`FULL`). It costs one `fdatasync` a
         // transaction, which group commit shares among the batch. Set here, after the pool has
         // set up WAL mode: `prepareDatabase` runs before that and would be overridden.
-        //
-        // A checkpoint copies each page the WAL holds into the database file once, however many
-        // commits wrote it since the last one. At SQLite's default (every 1,000 pages) a batch of
-        // renewals of long-lived subscriptions, whose rows sit on pages of their own in each
-        // B-tree, nearly fills the WAL alone, so nearly every page it wrote was read back and
-        // written again at once. Every 10,000 pages (about 40 MB of WAL), the pages written again
-        // and again between checkpoints (each B-tree's upper levels and right edge, a busy key's
-        // leaves) are copied once: about 13% less CPU per such renewal at 128 connections
-        // (`Server/scripts/benchmark.sh`). The WAL file keeps that size once it has grown to it.
         do {
-            try pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.checkpointPages)")
-            }
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         } catch {
-            throw StoreError("cannot set up SQLite database \(path)'s commits and checkpoints: \(error)")
+            throw StoreError("cannot make SQLite database \(path) sync every commit: \(error)")
         }
         self.pool = pool
         self.reconcileLockPath = path + "-reconcile-lock"
@@ -117,12 +103,9 @@ public final class SQLiteStore: EntitlementStore, StoreInspection {
         }
     }
 
-    /// The writer's `PRAGMA synchronous` (2 is `FULL`: every commit is synced before it returns)
-    /// and `PRAGMA wal_autocheckpoint`.
-    package func writerSettings() async throws -> (synchronous: Int?, checkpointPages: Int?) {
-        try await pool.writeWithoutTransaction { db in
-            (try Int.fetchOne(db, sql: "PRAGMA synchronous"), try Int.fetchOne(db, sql: "PRAGMA wal_autocheckpoint"))
-        }
+    /// The writer's `PRAGMA synchronous` (2 is `FULL`: every commit is synced before it returns).
+    package func synchronousLevel() async throws -> Int? {
+        try await pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
     }
 
     public func ping() async throws {
