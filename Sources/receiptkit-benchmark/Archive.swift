@@ -120,6 +120,24 @@ struct TransactionArchive {
     /// notification, each later one a DID_RENEW, each with its own transaction, renewal info and
     /// UUID. What a mature app receives: a renewal of a key with `first` periods behind it costs
     /// the server what its history makes it cost.
+    /// A version 4 UUID drawn from two numbers (SplitMix64): the same numbers give the same UUID.
+    static func uuid(_ first: Int, _ second: Int) -> String {
+        func mix(_ value: UInt64) -> UInt64 {
+            var z = value &+ 0x9E37_79B9_7F4A_7C15
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        let high = mix(UInt64(first) &* 0x1_0000_0001 ^ UInt64(second))
+        let low = mix(high ^ UInt64(second))
+        let time = String(high >> 32, radix: 16), middle = String((high >> 16) & 0xFFFF, radix: 16)
+        func padded(_ text: String, _ width: Int) -> String { String(repeating: "0", count: width - text.count) + text }
+        return [
+            padded(time, 8), padded(middle, 4), padded(String(0x4000 | (high & 0x0FFF), radix: 16), 4),
+            padded(String(0x8000 | (low >> 48 & 0x3FFF), radix: 16), 4), padded(String(low & 0xFFFF_FFFF_FFFF, radix: 16), 12),
+        ].joined(separator: "-")
+    }
+
     func writeRenewals(to path: String, keys: Int, firstKey: Int = 0, first: Int, count: Int) throws -> Int {
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
@@ -136,8 +154,11 @@ struct TransactionArchive {
             for key in firstKey..<(firstKey + keys) {
                 let original = 4_000_000_000_000_000 + Int64(key) * 100_000
                 let purchased = start + Int64(period) * month + Int64(key) * 1000
-                let token = String(format: "%08x-0000-4000-8000-%012x", key, key)
-                let uuid = String(format: "%08x-2222-4000-9000-%012x", key, period)
+                // Version 4 UUIDs, as an app's appAccountToken and Apple's notificationUUID are:
+                // where they are keys of an index, each lands on a leaf of its own, not after
+                // the last one written. Drawn from the key and period, so every run posts the same.
+                let token = Self.uuid(key, 0)
+                let uuid = Self.uuid(key, 1 + period)
                 let transaction = """
                     {"transactionId":"\(original + Int64(period))","originalTransactionId":"\(original)",\
                     "webOrderLineItemId":"\(original + 50_000 + Int64(period))",\
