@@ -113,14 +113,9 @@ struct TransactionArchive {
         return count
     }
 
-    /// Writes the notifications of `keys` daily subscriptions (numbered from `firstKey`) periods
-    /// `first..<first + count`,
-    /// one webhook body per line, period by period (every key's period `n`, then every key's
-    /// `n + 1`), and returns how many it wrote: period 0 is a SUBSCRIBED (INITIAL_BUY)
-    /// notification, each later one a DID_RENEW, each with its own transaction, renewal info and
-    /// UUID. What a mature app receives: a renewal of a key with `first` periods behind it costs
-    /// the server what its history makes it cost.
-    /// A version 4 UUID drawn from two numbers (SplitMix64): the same numbers give the same UUID.
+    /// A version 4 UUID drawn from two numbers by SplitMix64's mixing step (the tests' generator
+    /// is not visible here): the same numbers give the same UUID; different ones collide with a
+    /// chance of about 2⁻⁶⁰ a pair.
     static func uuid(_ first: Int, _ second: Int) -> String {
         func mix(_ value: UInt64) -> UInt64 {
             var z = value &+ 0x9E37_79B9_7F4A_7C15
@@ -128,16 +123,19 @@ struct TransactionArchive {
             z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
             return z ^ (z >> 31)
         }
-        let high = mix(UInt64(first) &* 0x1_0000_0001 ^ UInt64(second))
-        let low = mix(high ^ UInt64(second))
-        let time = String(high >> 32, radix: 16), middle = String((high >> 16) & 0xFFFF, radix: 16)
-        func padded(_ text: String, _ width: Int) -> String { String(repeating: "0", count: width - text.count) + text }
-        return [
-            padded(time, 8), padded(middle, 4), padded(String(0x4000 | (high & 0x0FFF), radix: 16), 4),
-            padded(String(0x8000 | (low >> 48 & 0x3FFF), radix: 16), 4), padded(String(low & 0xFFFF_FFFF_FFFF, radix: 16), 12),
-        ].joined(separator: "-")
+        let high = mix(UInt64(first) &* 0x1_0000_0001 ^ UInt64(second)), low = mix(high ^ UInt64(second))
+        return String(
+            format: "%08llx-%04llx-4%03llx-%04llx-%012llx",
+            high >> 32, high >> 16 & 0xFFFF, high & 0x0FFF, 0x8000 | low >> 48 & 0x3FFF, low & 0xFFFF_FFFF_FFFF)
     }
 
+    /// Writes the notifications of `keys` daily subscriptions (numbered from `firstKey`) periods
+    /// `first..<first + count`,
+    /// one webhook body per line, period by period (every key's period `n`, then every key's
+    /// `n + 1`), and returns how many it wrote: period 0 is a SUBSCRIBED (INITIAL_BUY)
+    /// notification, each later one a DID_RENEW, each with its own transaction, renewal info and
+    /// UUID. What a mature app receives: a renewal of a key with `first` periods behind it costs
+    /// the server what its history makes it cost.
     func writeRenewals(to path: String, keys: Int, firstKey: Int = 0, first: Int, count: Int) throws -> Int {
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
