@@ -143,7 +143,7 @@ cat > "$WORK/as_of.lua" <<LUA
 local counter = 0
 request = function()
   counter = counter + 1
-  local id = string.format("%.0f", 4000000000000000 + (counter % $KEYS) * 100000)
+  local id = string.format("%.0f", 4000000000000000 + counter % $KEYS)
   return wrk.format("GET", "/v1/subscriptions/" .. id .. "?as_of=$MIDDLE")
 end
 LUA

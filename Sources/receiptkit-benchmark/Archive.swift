@@ -129,6 +129,11 @@ struct TransactionArchive {
             high >> 32, high >> 16 & 0xFFFF, high & 0x0FFF, 0x8000 | low >> 48 & 0x3FFF, low & 0xFFFF_FFFF_FFFF)
     }
 
+    /// The transaction id of subscription `key`'s period `period` (`key` below 1,000,000).
+    static func transactionId(key: Int, period: Int) -> Int64 {
+        4_000_000_000_000_000 + Int64(period) * 1_000_000 + Int64(key)
+    }
+
     /// Writes the notifications of `keys` daily subscriptions (numbered from `firstKey`) periods
     /// `first..<first + count`,
     /// one webhook body per line, period by period (every key's period `n`, then every key's
@@ -150,7 +155,11 @@ struct TransactionArchive {
         var chunk: [UInt8] = []
         for period in first..<(first + count) {
             for key in firstKey..<(firstKey + keys) {
-                let original = 4_000_000_000_000_000 + Int64(key) * 100_000
+                // Transaction ids grow in the order the periods are written, as Apple issues
+                // them: a renewal's id is above every earlier period's, so an index of them
+                // grows at its right edge, where a key's own numbering would put each renewal
+                // on a leaf of its own. A subscription's original id is its first period's.
+                let original = Self.transactionId(key: key, period: 0)
                 let purchased = start + Int64(period) * month + Int64(key) * 1000
                 // Version 4 UUIDs, as an app's appAccountToken and Apple's notificationUUID are:
                 // where they are keys of an index, each lands on a leaf of its own, not after
@@ -158,8 +167,8 @@ struct TransactionArchive {
                 let token = Self.uuid(key, 0)
                 let uuid = Self.uuid(key, 1 + period)
                 let transaction = """
-                    {"transactionId":"\(original + Int64(period))","originalTransactionId":"\(original)",\
-                    "webOrderLineItemId":"\(original + 50_000 + Int64(period))",\
+                    {"transactionId":"\(Self.transactionId(key: key, period: period))","originalTransactionId":"\(original)",\
+                    "webOrderLineItemId":"\(1_000_000_000_000_000 + Self.transactionId(key: key, period: period))",\
                     "bundleId":"com.receiptkit.example","productId":"\(product)",\
                     "subscriptionGroupIdentifier":"21581234","purchaseDate":\(purchased),\
                     "originalPurchaseDate":\(start + Int64(key) * 1000),"expiresDate":\(purchased + month),"quantity":1,\

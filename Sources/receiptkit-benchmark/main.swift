@@ -100,7 +100,7 @@ struct Options {
             case ("--ocsp", let value?) where value >= 1: ocspInputs = value
             case ("--notifications", let value?) where value >= 1: notifications = value
             case ("--renewal-keys", let value?) where value >= 1: renewalKeys = value
-            case ("--renewal-first-key", let value?) where value >= 0 && value < 40_000_000_000: renewalFirstKey = value
+            case ("--renewal-first-key", let value?) where value >= 0 && value < 1_000_000: renewalFirstKey = value
             case ("--renewal-first", let value?) where value >= 0: renewalFirst = value
             case ("--renewal-count", let value?) where value >= 1 && value <= 1000: renewalCount = value
             default:
@@ -200,6 +200,10 @@ if let archivePath = options.archivePath {
 if let renewalsPath = options.renewalsPath {
     guard options.renewalFirst + options.renewalCount <= 1000 else {
         FileHandle.standardError.write(Data("receiptkit-benchmark: a subscription has at most 1,000 periods here\n".utf8))
+        exit(64)
+    }
+    guard options.renewalFirstKey + options.renewalKeys <= 1_000_000 else {
+        FileHandle.standardError.write(Data("receiptkit-benchmark: subscriptions are numbered below 1,000,000 here\n".utf8))
         exit(64)
     }
     let count = try TransactionArchive(pki: "\(root)/TestVectors/pki").writeRenewals(
