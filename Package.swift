@@ -57,8 +57,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // A real `openssl ocsp` responder on loopback, for the revocation tests and the benchmark;
-        // not a product.
+        // For the tests and the benchmark, not a product: a real `openssl ocsp` responder on
+        // loopback, and SplitMix64 (random histories, drawn identifiers).
         .target(
             name: "ReceiptKitTestSupport",
             swiftSettings: strictSettings

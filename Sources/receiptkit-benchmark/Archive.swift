@@ -1,5 +1,6 @@
 import CReceiptKitOpenSSL
 import Foundation
+import ReceiptKitTestSupport
 
 /// Distinct, genuine inputs signed under the test PKI's leaf. The archive of transactions
 /// measures `--state`: `subscriptions` customers, each with `renewals` monthly renewals sharing
@@ -113,16 +114,10 @@ struct TransactionArchive {
         return count
     }
 
-    /// A version 4 UUID drawn from two numbers by SplitMix64's mixing step (the tests' generator
-    /// is not visible here): the same numbers give the same UUID; different ones collide with a
-    /// chance of about 2⁻⁶⁰ a pair.
+    /// A version 4 UUID drawn from two numbers by SplitMix64's step and mixing: the same numbers
+    /// give the same UUID; different ones collide with a chance of about 2⁻⁶⁰ a pair.
     static func uuid(_ first: Int, _ second: Int) -> String {
-        func mix(_ value: UInt64) -> UInt64 {
-            var z = value &+ 0x9E37_79B9_7F4A_7C15
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        func mix(_ value: UInt64) -> UInt64 { SplitMix64.mix(value &+ SplitMix64.increment) }
         let high = mix(UInt64(first) &* 0x1_0000_0001 ^ UInt64(second)), low = mix(high ^ UInt64(second))
         return String(
             format: "%08llx-%04llx-4%03llx-%04llx-%012llx",

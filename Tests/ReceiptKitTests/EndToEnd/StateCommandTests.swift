@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKit
+import ReceiptKitTestSupport
 import Testing
 
 /// `verify-receipt --state`: the state file after a batch, the same whatever the input order,

@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKit
+import ReceiptKitTestSupport
 import Testing
 
 /// The ledger's contract: order, duplication and merging never change a state; it is Codable;
@@ -237,22 +238,5 @@ extension EntitlementLedger {
         var ledger = EntitlementLedger()
         for record in records { ledger.add(record) }
         return ledger
-    }
-}
-
-/// A small seeded generator, so a failing random history can be replayed from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKit
+import ReceiptKitTestSupport
 import Testing
 
 /// Each rule of `docs/entitlement-state.md`, on JWS signed under the test PKI and verified.

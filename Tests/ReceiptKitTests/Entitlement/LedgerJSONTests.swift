@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKit
+import ReceiptKitTestSupport
 import Testing
 
 /// `jsonBytes()` and `init(jsonBytes:)`: the same JSON as the ledger's `Codable` form through

@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKit
+import ReceiptKitTestSupport
 import Testing
 
 /// Builds a customer's purchase history as real JWS signed under the test PKI and verified by a
