@@ -127,18 +127,24 @@ swift_test() {
     counted "$label" swift test "$@"
 }
 
-require_suites() {
-    local label=$1
-    shift
-    local suites=()
+# Splits SUITE… [-- ARGUMENTS…] into the arrays SUITES and SUITE_ARGUMENTS.
+split_suites() {
+    SUITES=()
     while [ $# -gt 0 ] && [ "$1" != -- ]; do
-        suites+=("$1")
+        SUITES+=("$1")
         shift
     done
     [ $# -gt 0 ] && shift
+    SUITE_ARGUMENTS=("$@")
+}
+
+require_suites() {
+    local label=$1
+    shift
+    split_suites "$@"
     local listing suite
-    listing="$(swift test list "$@")"
-    for suite in "${suites[@]}"; do
+    listing="$(swift test list "${SUITE_ARGUMENTS[@]}")"
+    for suite in "${SUITES[@]}"; do
         if ! grep -q "\.$suite/" <<<"$listing"; then
             echo "$label: FAILED, no test suite named $suite (renamed or removed? update the script that names it)" >&2
             exit 1
@@ -149,14 +155,8 @@ require_suites() {
 swift_test_suites() {
     local label=$1
     shift
-    local suites=()
-    while [ $# -gt 0 ] && [ "$1" != -- ]; do
-        suites+=("$1")
-        shift
-    done
-    [ $# -gt 0 ] && shift
-    require_suites "$label" "${suites[@]}" -- "$@"
+    require_suites "$label" "$@"
     local filter
-    filter="$(IFS='|'; echo "${suites[*]}")"
-    swift_test "$label" "$@" --filter "$filter"
+    filter="$(IFS='|'; echo "${SUITES[*]}")"
+    swift_test "$label" "${SUITE_ARGUMENTS[@]}" --filter "$filter"
 }
