@@ -155,6 +155,7 @@ struct TransactionArchive {
                 // grows at its right edge, where a key's own numbering would put each renewal
                 // on a leaf of its own. A subscription's original id is its first period's.
                 let original = Self.transactionId(key: key, period: 0)
+                let transactionId = Self.transactionId(key: key, period: period)
                 let purchased = start + Int64(period) * month + Int64(key) * 1000
                 // Version 4 UUIDs, as an app's appAccountToken and Apple's notificationUUID are:
                 // where they are keys of an index, each lands on a leaf of its own, not after
@@ -162,8 +163,8 @@ struct TransactionArchive {
                 let token = Self.uuid(key, 0)
                 let uuid = Self.uuid(key, 1 + period)
                 let transaction = """
-                    {"transactionId":"\(Self.transactionId(key: key, period: period))","originalTransactionId":"\(original)",\
-                    "webOrderLineItemId":"\(1_000_000_000_000_000 + Self.transactionId(key: key, period: period))",\
+                    {"transactionId":"\(transactionId)","originalTransactionId":"\(original)",\
+                    "webOrderLineItemId":"\(1_000_000_000_000_000 + transactionId)",\
                     "bundleId":"com.receiptkit.example","productId":"\(product)",\
                     "subscriptionGroupIdentifier":"21581234","purchaseDate":\(purchased),\
                     "originalPurchaseDate":\(start + Int64(key) * 1000),"expiresDate":\(purchased + month),"quantity":1,\

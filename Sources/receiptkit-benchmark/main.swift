@@ -100,7 +100,7 @@ struct Options {
             case ("--ocsp", let value?) where value >= 1: ocspInputs = value
             case ("--notifications", let value?) where value >= 1: notifications = value
             case ("--renewal-keys", let value?) where value >= 1: renewalKeys = value
-            case ("--renewal-first-key", let value?) where value >= 0 && value < 1_000_000: renewalFirstKey = value
+            case ("--renewal-first-key", let value?) where value >= 0: renewalFirstKey = value
             case ("--renewal-first", let value?) where value >= 0: renewalFirst = value
             case ("--renewal-count", let value?) where value >= 1 && value <= 1000: renewalCount = value
             default:

@@ -156,6 +156,7 @@ swift_test_suites() {
     local label=$1
     shift
     require_suites "$label" "$@"
+    split_suites "$@"
     local filter
     filter="$(IFS='|'; echo "${SUITES[*]}")"
     swift_test "$label" "${SUITE_ARGUMENTS[@]}" --filter "$filter"
