@@ -12,6 +12,9 @@
 #   - aged ÷ fresh, per server CPU-second, at both concurrencies: ≥ 0.8;
 #   - server per CPU-second ÷ verify-receipt --jobs 1, fresh, at both concurrencies: ≥ 0.5;
 #   - GET /v1/subscriptions/{id}?as_of=… (an instant inside an aged key's history): p99 < 5 ms.
+# It also posts the fresh bodies to a path no route serves (read, answered 404, neither verified
+# nor stored) and prints what that exchange alone costs, to split a first purchase's CPU into
+# verifying, the HTTP exchange and the rest (storing, deriving, rendering, handing over).
 # Not part of `swift test`. Needs wrk (Debian) and taskset. RECEIPTKIT_DATABASE_URL=postgres://…
 # (an empty database) runs it on PostgreSQL instead of a new SQLite file.
 # Usage: Server/scripts/benchmark.sh [SECONDS]   (default 10 s a run)
@@ -66,15 +69,17 @@ PORT=$PORT LOG_LEVEL=warning taskset -c 1 "$SERVER" &
 SERVER_PID=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
 
-# post.lua: posts BODIES from line FIRST on, wrapping around at the end (a replay).
+# post.lua: posts BODIES from line FIRST on, wrapping around at the end (a replay), to
+# TARGET_PATH (the notifications route unless set).
 cat > "$WORK/post.lua" <<'LUA'
 local bodies = {}
 for line in io.lines(os.getenv("BODIES")) do bodies[#bodies + 1] = line end
 local counter = tonumber(os.getenv("FIRST") or "0")
+local path = os.getenv("TARGET_PATH") or "/appstore/notifications"
 request = function()
   counter = counter + 1
   local body = bodies[(counter - 1) % #bodies + 1]
-  return wrk.format("POST", "/appstore/notifications", {["Content-Type"] = "application/json"}, body)
+  return wrk.format("POST", path, {["Content-Type"] = "application/json"}, body)
 end
 LUA
 non_2xx() { awk '/Non-2xx/ {print $5; found=1} END {if (!found) print 0}' "$1"; }
@@ -130,6 +135,20 @@ for connections in 128 4; do
         echo "$kind, $connections connections: $RATE/s, $PER_CPU per server CPU-second, p99 $P99"
     done
 done
+# The HTTP exchange alone: the same fresh bodies posted to a path no route serves, so that the
+# server reads each body and answers 404 without verifying or storing it.
+declare -A HTTP_US
+for connections in 128 4; do
+    out="$WORK/http-$connections.txt"
+    before=$(cpu_ticks)
+    BODIES="$WORK/fresh.jsonl" FIRST=0 TARGET_PATH=/benchmark-unrouted taskset -c 0 wrk -t1 -c"$connections" \
+        -d"${SECONDS_PER_RUN}s" -s "$WORK/post.lua" "http://127.0.0.1:$PORT" > "$out"
+    after=$(cpu_ticks)
+    requests=$(awk '/requests in/ {print $1}' "$out")
+    [ "$(non_2xx "$out")" = "$requests" ] || { cat "$out"; echo "benchmark.sh: the unrouted path answered 2xx" >&2; exit 1; }
+    HTTP_US[$connections]=$(python3 -c "print(round(1e6 * ($after - $before) / $(getconf CLK_TCK) / $requests, 1))")
+    echo "the HTTP exchange alone, $connections connections: ${HTTP_US[$connections]} µs of server CPU a request"
+done
 CLI_FRESH_AFTER=$(cli_rate "$WORK/fresh.jsonl")
 CLI_AGED_AFTER=$(cli_rate "$WORK/aged.jsonl")
 CLI_FRESH=$(( (CLI_FRESH_BEFORE + CLI_FRESH_AFTER) / 2 ))
@@ -154,7 +173,8 @@ AS_OF_P99=$(awk '$1 == "99%" {print $2}' "$WORK/as_of.txt")
 
 python3 - "$CLI_FRESH" "$CLI_AGED" "$AS_OF_P50" "$AS_OF_P99" "$KEYS" "$HISTORY" "$SECONDS_PER_RUN" \
     "${RATES[fresh-128]}" "${PER_CPUS[fresh-128]}" "${P99S[fresh-128]}" "${RATES[aged-128]}" "${PER_CPUS[aged-128]}" "${P99S[aged-128]}" \
-    "${RATES[fresh-4]}" "${PER_CPUS[fresh-4]}" "${P99S[fresh-4]}" "${RATES[aged-4]}" "${PER_CPUS[aged-4]}" "${P99S[aged-4]}" <<'PY'
+    "${RATES[fresh-4]}" "${PER_CPUS[fresh-4]}" "${P99S[fresh-4]}" "${RATES[aged-4]}" "${PER_CPUS[aged-4]}" "${P99S[aged-4]}" \
+    "${HTTP_US[128]}" "${HTTP_US[4]}" <<'PY'
 import sys
 a = sys.argv[1:]
 cli_fresh, cli_aged = float(a[0]), float(a[1])
@@ -182,12 +202,19 @@ for connections in ("128", "4"):
     checks.append((f"aged ÷ fresh by wall clock, {connections} connections", aged[0] / fresh[0], None))
     checks.append((f"server per CPU-second ÷ verify-receipt, fresh, {connections} connections", fresh[1] / cli_fresh, 0.5))
     checks.append((f"server by wall clock ÷ verify-receipt, fresh, {connections} connections", fresh[0] / cli_fresh, None))
+http_us = {"128": float(a[19]), "4": float(a[20])}
+verify_us = 1e6 / cli_fresh
+print(f"where a first purchase's server CPU goes (verify-receipt: {verify_us:.0f} µs a notification; the target of 0.5 allows {2 * verify_us:.0f}):")
+for connections in ("128", "4"):
+    server_us = 1e6 / runs[f"fresh-{connections}"][1]
+    print(f"  {connections:>3} connections: {server_us:.0f} µs = verifying {verify_us:.0f} + the HTTP exchange alone {http_us[connections]:.0f}"
+          f" + the rest {server_us - verify_us - http_us[connections]:.0f} (the target leaves {verify_us - http_us[connections]:.0f} for the rest)")
 print(f"  as_of (GET /v1/subscriptions/{{id}}?as_of=…, {history // 2} renewals known): p50 {as_of_p50:.2f} ms, p99 {as_of_p99:.2f} ms")
 failed = False
 for label, value, target in checks:
     verdict = "" if target is None else ("  target ≥ %.1f: met" % target if value >= target else "  target ≥ %.1f: NOT MET" % target)
     failed |= target is not None and value < target
-    print(f"{label}: {value:.2f}{verdict}")
+    print(f"{label}: {value:.3f}{verdict}")
 met = as_of_p99 < 5
 failed |= not met
 print(f"as_of p99 {as_of_p99:.2f} ms  target < 5 ms: {'met' if met else 'NOT MET'}")
