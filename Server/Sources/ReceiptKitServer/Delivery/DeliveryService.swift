@@ -35,9 +35,7 @@ struct DeliveryService: Service {
     func run() async throws {
         for await _ in migrated.cancelOnGracefulShutdown() {}
         guard !Task.isCancelled, !Task.isShuttingDownGracefully else { return }
-        // The rows this server is sending. A claim may answer one of them again when the clock
-        // moved past its lease meanwhile (a clock set forward): it is not sent twice at once.
-        let inFlight = Locked<Set<Int64>>([])
+        let inFlight = Locked(InFlightDeliveries())
         let wake = self.wake
         let interval = policy.pollInterval
         let ticker = Task {
@@ -53,10 +51,12 @@ struct DeliveryService: Service {
             for await _ in wake.signals.cancelOnGracefulShutdown() {
                 let free = policy.concurrency - inFlight.withLockedValue { $0.count }
                 if free > 0 {
-                    for delivery in await claim(limit: free) where inFlight.withLockedValue({ $0.insert(delivery.id).inserted }) {
+                    inFlight.withLockedValue { $0.claimStarted() }
+                    let claimed = await claim(limit: free)
+                    for delivery in inFlight.withLockedValue({ $0.admit(claimed, id: \.id) }) {
                         group.addTask {
                             await deliver(delivery)
-                            inFlight.withLockedValue { _ = $0.remove(delivery.id) }
+                            inFlight.withLockedValue { $0.ended(delivery.id) }
                             wake.signal()
                         }
                     }
@@ -125,6 +125,47 @@ struct DeliveryService: Service {
             logger.warning("cannot record a delivery's outcome; it will be sent again once its lease expires",
                            metadata: ["delivery_id": "\(delivery.id)", "error": "\(error)"])
         }
+    }
+}
+
+/// The rows one ``DeliveryService`` is sending, so that none is sent twice at once by it.
+///
+/// A claim answers a row again when the clock moved past the row's lease while its attempt was
+/// still running (a clock set forward, or an attempt outliving its lease), and the claim renews
+/// that lease for this server. Such a row is not sent again: the attempt running records its
+/// outcome under the renewed lease. The answer may also arrive only after that attempt has ended
+/// and recorded its outcome — the claim read the row before — so the rows whose attempts ended
+/// while a claim was running are not sent from its answer either: what the attempt recorded
+/// stands (delivered, or pending until its next attempt is due), and a row whose outcome could
+/// not be recorded is claimed again once the lease the claim gave it runs out.
+package struct InFlightDeliveries: Sendable {
+    private var sending: Set<Int64> = []
+    /// The ids whose attempts ended since the running claim started; `nil` when none runs.
+    private var endedDuringClaim: Set<Int64>?
+
+    package init() {}
+
+    /// The number of attempts running.
+    package var count: Int { sending.count }
+
+    /// A claim is about to read the outbox (one at a time).
+    package mutating func claimStarted() {
+        precondition(endedDuringClaim == nil, "one claim at a time")
+        endedDuringClaim = []
+    }
+
+    /// What the running claim answered (rows named by `id`): those to attempt now, each counted
+    /// as running from here.
+    package mutating func admit<Row>(_ claimed: [Row], id: (Row) -> Int64) -> [Row] {
+        let ended = endedDuringClaim ?? []
+        endedDuringClaim = nil
+        return claimed.filter { !ended.contains(id($0)) && sending.insert(id($0)).inserted }
+    }
+
+    /// The attempt at delivery `id` has ended and its outcome has been recorded (or not).
+    package mutating func ended(_ id: Int64) {
+        sending.remove(id)
+        endedDuringClaim?.insert(id)
     }
 }
 
