@@ -4,7 +4,7 @@
 #   2. the concurrency tests (many threads sharing one verifier and its caches) under thread
 #      sanitizer;
 #   3. receiptkit-server's concurrency tests (group commit, the deadline timer, concurrent writes
-#      to the store) under thread sanitizer — on PostgreSQL too when RECEIPTKIT_TEST_POSTGRES_URL
+#      to the store, webhook delivery) under thread sanitizer — on PostgreSQL too when RECEIPTKIT_TEST_POSTGRES_URL
 #      is set, as in CI;
 #   4. verify-receipt, built with address sanitizer, over every vector in TestVectors/ with
 #      LeakSanitizer on: every OpenSSL and jansson object must have one owner that frees it — and
@@ -21,7 +21,7 @@ scripts/install-deps.sh
 # The suites the thread sanitizer runs. First, from the normal debug build (seconds when it is
 # built, as in CI after scripts/test.sh), that each still exists: a renamed suite fails here.
 tsan_suites=(CacheTests ConcurrencyTests)
-server_tsan_suites=(GroupCommitTests TimeoutTests StoreTests)
+server_tsan_suites=(GroupCommitTests TimeoutTests StoreTests WebhookDeliveryTests)
 require_suites "thread sanitizer" "${tsan_suites[@]}"
 (cd Server && require_suites "thread sanitizer (Server)" "${server_tsan_suites[@]}")
 

@@ -1,9 +1,9 @@
 import Foundation
 import GRDB
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 import ReceiptKitServer
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -151,7 +151,7 @@ func unusedLoopbackPort() throws -> Int {
     let range = 10_000..<max(10_001, min(ephemeralStart, 65_536))
     for _ in 0..<1_000 {
         let port = Int.random(in: range)
-        guard handedOutPorts.withLock({ $0.insert(port).inserted }) else { continue }
+        guard handedOutPorts.withLockedValue({ $0.insert(port).inserted }) else { continue }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw SocketError(description: "socket: errno \(errno)") }
         defer { close(fd) }
@@ -165,7 +165,7 @@ func unusedLoopbackPort() throws -> Int {
 }
 
 /// The ports ``unusedLoopbackPort()`` has handed out (or found taken) in this run.
-private let handedOutPorts = Mutex<Set<Int>>([])
+private let handedOutPorts = Locked<Set<Int>>([])
 
 /// A loopback TCP forwarder to a port: a database server that a test can make unreachable.
 /// ``stop()`` closes its listening socket (so nothing listens on ``port`` any more) and resets
