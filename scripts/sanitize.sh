@@ -4,8 +4,8 @@
 #   2. the concurrency tests (many threads sharing one verifier and its caches) under thread
 #      sanitizer;
 #   3. receiptkit-server's concurrency tests (group commit, the deadline timer, concurrent writes
-#      to the store, webhook delivery) under thread sanitizer — on PostgreSQL too when RECEIPTKIT_TEST_POSTGRES_URL
-#      is set, as in CI;
+#      to the store, webhook delivery) under thread sanitizer — on PostgreSQL too when
+#      RECEIPTKIT_TEST_POSTGRES_URL is set, as in CI;
 #   4. verify-receipt, built with address sanitizer, over every vector in TestVectors/ with
 #      LeakSanitizer on: every OpenSSL and jansson object must have one owner that frees it — and
 #      over Apple's vectors in ../shared/vectors, which CI requires (CI=true).

@@ -69,13 +69,13 @@ PORT=$PORT LOG_LEVEL=warning taskset -c 1 "$SERVER" &
 SERVER_PID=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
 
-# post.lua: posts BODIES from line FIRST on, wrapping around at the end (a replay), to
-# TARGET_PATH (the notifications route unless set).
+# post.lua: posts BODIES from line FIRST on, wrapping around at the end (a replay), to TARGET_PATH.
+NOTIFICATIONS=/appstore/notifications
 cat > "$WORK/post.lua" <<'LUA'
 local bodies = {}
 for line in io.lines(os.getenv("BODIES")) do bodies[#bodies + 1] = line end
 local counter = tonumber(os.getenv("FIRST") or "0")
-local path = os.getenv("TARGET_PATH") or "/appstore/notifications"
+local path = os.getenv("TARGET_PATH")
 request = function()
   counter = counter + 1
   local body = bodies[(counter - 1) % #bodies + 1]
@@ -92,8 +92,8 @@ answered() {
 # The aged keys' history, through the server, at saturation: wrk runs until the server has
 # answered every notification of it (wrk has no request count of its own), then is stopped.
 HISTORY_COUNT=$(wc -l < "$WORK/history.jsonl")
-BODIES="$WORK/history.jsonl" taskset -c 0 wrk -t1 -c128 -d3600s -s "$WORK/post.lua" "http://127.0.0.1:$PORT" \
-    > "$WORK/history.txt" &
+BODIES="$WORK/history.jsonl" TARGET_PATH=$NOTIFICATIONS taskset -c 0 wrk -t1 -c128 -d3600s -s "$WORK/post.lua" \
+    "http://127.0.0.1:$PORT" > "$WORK/history.txt" &
 WRK_PID=$!
 START=$(date +%s)
 while [ "$(answered 200)" -lt "$HISTORY_COUNT" ]; do
@@ -106,20 +106,27 @@ echo "stored $KEYS subscriptions with $HISTORY renewals each in $(( $(date +%s) 
 
 declare -A NEXT=([fresh]=0 [aged]=0)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
+# run KIND CONNECTIONS FIRST OUT [TARGET_PATH]: wrk posts KIND's bodies from line FIRST for one run;
+# sets REQUESTS (answered) and TICKS (the server's CPU over the run, in clock ticks).
+run() {
+    local before after
+    before=$(cpu_ticks)
+    BODIES="$WORK/$1.jsonl" FIRST=$3 TARGET_PATH="${5:-$NOTIFICATIONS}" taskset -c 0 wrk -t1 -c"$2" \
+        -d"${SECONDS_PER_RUN}s" --latency -s "$WORK/post.lua" "http://127.0.0.1:$PORT" > "$4"
+    after=$(cpu_ticks)
+    REQUESTS=$(awk '/requests in/ {print $1}' "$4")
+    TICKS=$(( after - before ))
+}
 # measure KIND CONNECTIONS: one run; sets RATE (wall) and PER_CPU (per server CPU-second).
 measure() {
-    local kind=$1 connections=$2 out="$WORK/$1-$2.txt" before after requests
-    before=$(cpu_ticks)
-    BODIES="$WORK/$kind.jsonl" FIRST=${NEXT[$kind]} taskset -c 0 wrk -t1 -c"$connections" -d"${SECONDS_PER_RUN}s" \
-        --latency -s "$WORK/post.lua" "http://127.0.0.1:$PORT" > "$out"
-    after=$(cpu_ticks)
-    requests=$(awk '/requests in/ {print $1}' "$out")
+    local kind=$1 connections=$2 out="$WORK/$1-$2.txt"
+    run "$kind" "$connections" "${NEXT[$kind]}" "$out"
     [ "$(non_2xx "$out")" = 0 ] || { cat "$out"; echo "benchmark.sh: the $kind run had errors" >&2; exit 1; }
     # Requests still in flight when wrk stopped were sent but not counted: skip one per connection.
-    NEXT[$kind]=$(( ${NEXT[$kind]} + requests + connections ))
+    NEXT[$kind]=$(( ${NEXT[$kind]} + REQUESTS + connections ))
     [ "${NEXT[$kind]}" -lt "$(wc -l < "$WORK/$kind.jsonl")" ] || { echo "benchmark.sh: too few $kind notifications" >&2; exit 1; }
     RATE=$(awk '/Requests\/sec/ {print $2}' "$out")
-    PER_CPU=$(python3 -c "print(round($requests * $(getconf CLK_TCK) / max(1, $after - $before)))")
+    PER_CPU=$(python3 -c "print(round($REQUESTS * $(getconf CLK_TCK) / max(1, $TICKS)))")
     P99=$(awk '$1 == "99%" {print $2}' "$out")
 }
 
@@ -140,13 +147,9 @@ done
 declare -A HTTP_US
 for connections in 128 4; do
     out="$WORK/http-$connections.txt"
-    before=$(cpu_ticks)
-    BODIES="$WORK/fresh.jsonl" FIRST=0 TARGET_PATH=/benchmark-unrouted taskset -c 0 wrk -t1 -c"$connections" \
-        -d"${SECONDS_PER_RUN}s" -s "$WORK/post.lua" "http://127.0.0.1:$PORT" > "$out"
-    after=$(cpu_ticks)
-    requests=$(awk '/requests in/ {print $1}' "$out")
-    [ "$(non_2xx "$out")" = "$requests" ] || { cat "$out"; echo "benchmark.sh: the unrouted path answered 2xx" >&2; exit 1; }
-    HTTP_US[$connections]=$(python3 -c "print(round(1e6 * ($after - $before) / $(getconf CLK_TCK) / $requests, 1))")
+    run fresh "$connections" 0 "$out" /benchmark-unrouted
+    [ "$(non_2xx "$out")" = "$REQUESTS" ] || { cat "$out"; echo "benchmark.sh: the unrouted path answered 2xx" >&2; exit 1; }
+    HTTP_US[$connections]=$(python3 -c "print(round(1e6 * $TICKS / $(getconf CLK_TCK) / $REQUESTS, 1))")
     echo "the HTTP exchange alone, $connections connections: ${HTTP_US[$connections]} µs of server CPU a request"
 done
 CLI_FRESH_AFTER=$(cli_rate "$WORK/fresh.jsonl")
