@@ -31,12 +31,11 @@ public func buildApplication(
         for type in commit.eventTypes { metrics.feedEvent(type: type) }
         if commit.outboxRows > 0 { wake.signal() }
     })
-    let (store, client) = try makeStore(
-        configuration.database, logger: logger, postgresSearchPath: postgresSearchPath, feed: feed)
-    var services: [any Service] = client.map { [$0] } ?? []
+    let store = try Store(configuration.database, logger: logger, postgresSearchPath: postgresSearchPath, feed: feed)
+    var services: [any Service] = store.postgresClient.map { [$0] } ?? []
     let verifier = AppStoreVerifier(configuration.verifier)
     var environment = RouteEnvironment(
-        verifier: verifier, store: store, outbox: store, consumption: store, metrics: metrics, clock: clock,
+        verifier: verifier, store: store, metrics: metrics, clock: clock,
         readinessTimeout: min(Duration.seconds(2), configuration.requestTimeout / 2),
         rejections: NotificationRejections(since: Timestamp(clock())))
     // Each finished once the store is migrated: the periodic reconcile, the sweep and the
@@ -69,7 +68,7 @@ public func buildApplication(
     if let apple = environment.apple {
         sender.consumption = { delivery in await apple.sendConsumption(delivery) }
         if let answer = events.consumptionDefault {
-            sweep.consumptionDefault = (store, answer)
+            sweep.consumptionDefault = (ConsumptionRequests(store: store, canSend: true), answer)
         }
     } else if events.consumptionDefault != nil {
         throw ConfigurationError("RECEIPTKIT_CONSUMPTION_DEFAULT is set but the App Store Server API is not (RECEIPTKIT_APPSTORE_*)")
@@ -118,23 +117,9 @@ public func buildApplication(
     return app
 }
 
-/// The store a configuration names, and for PostgreSQL its client, which must run (as a
-/// service) for as long as the store is used.
-func makeStore(
-    _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String?, feed: FeedSettings = FeedSettings()
-) throws -> (store: any EntitlementStore & OutboxStore & ConsumptionStore, client: PostgresClient?) {
-    switch database {
-    case .sqlite(let path):
-        return (try SQLiteStore(path: path, feed: feed), nil)
-    case .postgres(let location):
-        let postgres = PostgresStore(location: location, searchPath: postgresSearchPath, logger: logger, feed: feed)
-        return (postgres, postgres.client)
-    }
-}
-
 /// The App Store Server API client and sync of a configuration, or `nil` when it names no key.
 func makeAppleSync(
-    _ configuration: ServerConfiguration, verifier: AppStoreVerifier, store: any EntitlementStore, metrics: ServerMetrics,
+    _ configuration: ServerConfiguration, verifier: AppStoreVerifier, store: Store, metrics: ServerMetrics,
     logger: Logger, clock: @escaping @Sendable () -> Date
 ) throws -> AppleSync? {
     guard let settings = configuration.appStoreAPI else { return nil }

@@ -108,7 +108,7 @@ struct PostgresAvailabilityTests {
                 try await store.migrate()
                 try await store.migrate()  // a second server starting: nothing to do
                 try await store.ping()
-                #expect(try await store.eventCount(dedupKeys: nil) == 0)
+                #expect(try await store.inputCount(dedupKeys: nil) == 0)
             }
         }
     }

@@ -88,8 +88,8 @@ struct AvailabilityTests {
             let retried = try await server.notify(notification)
             #expect(retried.status == .ok, "\(retried.text)")
             try await server.withStore { store async throws in
-                #expect(try await store.eventCount(dedupKeys: ["notification:\(uuid)"]) == 1)
-                #expect(try await store.eventCount(dedupKeys: nil) == 1)
+                #expect(try await store.inputCount(dedupKeys: ["notification:\(uuid)"]) == 1)
+                #expect(try await store.inputCount(dedupKeys: nil) == 1)
             }
         }
     }

@@ -80,7 +80,7 @@ struct CustomerStoryTests {
             // Every distinct notification once; the duplicates stored nothing.
             try await server.withStore { store async throws in
                 #expect(posted == 12)
-                #expect(try await store.eventCount(dedupKeys: nil) == 8)
+                #expect(try await store.inputCount(dedupKeys: nil) == 8)
             }
         }
     }

@@ -91,7 +91,7 @@ struct ExecutableTests {
         #expect(server.logText.contains("reconciliation with Apple is off"), "\(server.logText)")
 
         // Both are in the database the process left.
-        let store = try SQLiteStore(path: database)
+        let store = try Store(sqlitePath: database)
         for id in ["7001", "7002"] {
             let keys = try await store.keys(originalTransactionId: id)
             #expect(keys.count == 1, "subscription \(id)")

@@ -41,8 +41,8 @@ struct NotificationRouteTests {
             #expect(replay.status == .ok)
             #expect(try replay.json()["duplicate"] as? Bool == true)
             try await server.withStore { store async throws in
-                #expect(try await store.eventCount(dedupKeys: nil) == 1)
-                #expect(try await store.eventCount(dedupKeys: ["notification:5f0c1f9e-0000-4000-8000-000000000001"]) == 1)
+                #expect(try await store.inputCount(dedupKeys: nil) == 1)
+                #expect(try await store.inputCount(dedupKeys: ["notification:5f0c1f9e-0000-4000-8000-000000000001"]) == 1)
                 // The body as received, byte for byte (stored with its JWS headers by reference).
                 let raw = try await store.raw(dedupKey: "notification:5f0c1f9e-0000-4000-8000-000000000001")
                 #expect(raw == Array(Vectors.body(wrapping: jws).utf8))
@@ -82,7 +82,7 @@ struct NotificationRouteTests {
             let padding = String(repeating: "A", count: 65 * 1024 + 1)
             try await server.notify(padding).expectError(.contentTooLarge, "input_too_large")
             try await server.withStore { store async throws in
-                #expect(try await store.eventCount(dedupKeys: nil) == 0)
+                #expect(try await store.inputCount(dedupKeys: nil) == 0)
             }
             // The connection is still good.
             #expect(try await server.notify(genuine).status == .ok)
@@ -107,11 +107,11 @@ func breakDatabase(_ server: TestServer) async throws {
     switch server.location {
     case .sqlite(let path):
         let queue = try DatabaseQueue(path: path)
-        try await queue.write { db in try db.execute(sql: "ALTER TABLE events RENAME TO events_gone") }
+        try await queue.write { db in try db.execute(sql: "ALTER TABLE inputs RENAME TO inputs_gone") }
         try queue.close()
     case .postgres:
         try await Backend.withPostgresClient(server.location, searchPath: server.searchPath) { client in
-            try await client.query("ALTER TABLE events RENAME TO events_gone")
+            try await client.query("ALTER TABLE inputs RENAME TO inputs_gone")
         }
     }
 }

@@ -156,7 +156,7 @@ struct TransactionRouteTests {
             let oversized = try body(["receipt_data": String(repeating: "A", count: 1_500_000)])
             try await server.post("/v1/transactions", oversized).expectError(.contentTooLarge, "input_too_large")
             try await server.withStore { store async throws in
-                #expect(try await store.eventCount(dedupKeys: nil) == 0)
+                #expect(try await store.inputCount(dedupKeys: nil) == 0)
             }
         }
     }

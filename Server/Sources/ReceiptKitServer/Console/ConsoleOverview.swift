@@ -137,9 +137,9 @@ struct ConsoleOverview {
         let stored = try await environment.read { try await store.latestNotifications(limit: count) }
         var items: [(at: Int64, json: String)] = []
         for identified in stored {
-            let record = try StoredRecord(identified.event)
+            let record = try StoredRecord(identified)
             var object = JSONObjectText()
-            object.member("received_at", Timestamp(millisecondsSince1970: identified.event.receivedAt).iso8601)
+            object.member("received_at", Timestamp(millisecondsSince1970: identified.receivedAt).iso8601)
             object.member("result", "verified")
             object.null("message")
             object.member("type", record.notification?.type)
@@ -150,7 +150,7 @@ struct ConsoleOverview {
                 "original_transaction_id",
                 transaction?.originalTransactionId ?? transaction?.transactionId ?? record.renewalInfo?.originalTransactionId)
             object.member("product_id", transaction?.productId ?? record.renewalInfo?.productId)
-            items.append((identified.event.receivedAt, object.text))
+            items.append((identified.receivedAt, object.text))
         }
         for rejection in environment.rejections.snapshot.recent.prefix(count) {
             var object = JSONObjectText()
@@ -196,10 +196,9 @@ struct ConsoleOverview {
     /// "failed_complete"}`: what waits in the outbox per destination and how long its oldest has
     /// waited, and how many deliveries ran out of time (dead letters, up to ``failedLimit``).
     private func deliveries(now: Timestamp) async throws -> String {
-        let outbox = environment.outbox
-        let backlog = try await environment.read { try await outbox.outboxBacklog() }
+        let outbox = environment.store
         let limit = Self.failedLimit
-        let failed = try await environment.read { try await outbox.deliveries(state: .failed, after: 0, limit: limit) }
+        let (backlog, failed) = try await environment.read { try await outbox.outboxSummary(failedLimit: limit) }
         var json = JSONObjectText()
         json.member("destinations", jsonArray: backlog.sorted { ($0.kind.rawValue, $0.target) < ($1.kind.rawValue, $1.target) }.map { item in
             var object = JSONObjectText()
@@ -209,8 +208,8 @@ struct ConsoleOverview {
             object.member("oldest_pending_seconds", Int(max(0, now.millisecondsSince1970 - item.oldestCreatedAt) / 1000))
             return object.text
         })
-        json.member("failed", failed.count)
-        json.member("failed_complete", failed.count < limit)
+        json.member("failed", failed)
+        json.member("failed_complete", failed < limit)
         return json.text
     }
 

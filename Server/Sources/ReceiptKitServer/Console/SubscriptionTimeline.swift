@@ -1,7 +1,7 @@
 import ReceiptKit
 
 /// One subscription's history as the console draws it, from the verified records stored for its
-/// key (``ConsoleStore/identifiedEvents(touching:)``) and nothing else:
+/// key (``Store/inputs(of:)``) and nothing else:
 ///
 /// - `periods`: each transaction once — its copy that wins rule 1 (``LedgerCopy/supersedes(_:)``),
 ///   dated and revoked as the entitlement ledger dates and revokes it — from its purchase to its
@@ -94,7 +94,7 @@ struct SubscriptionTimeline {
     ///   - key: The subscription.
     ///   - events: The stored events that touched it, in the order they were stored.
     /// - Throws: ``StoreError`` when a stored record does not decode (the store is damaged).
-    init(key: SubscriptionKey, events: [IdentifiedEvent]) throws {
+    init(key: SubscriptionKey, events: [StoredInput]) throws {
         self.key = key
         var ledger = EntitlementLedger()
         var winners: [String: (transaction: NormalizedTransaction, copy: LedgerCopy)] = [:]
@@ -107,9 +107,9 @@ struct SubscriptionTimeline {
             if knownAt[instant]?.contains(event) != true { knownAt[instant, default: []].append(event) }
         }
         for identified in events {
-            let record = try StoredRecord(identified.event)
+            let record = try StoredRecord(identified)
             records.append(Record(identified, record))
-            for (transaction, copy) in record.transactionCopies(receivedAt: identified.event.receivedAt) where copy.key == key {
+            for (transaction, copy) in record.transactionCopies(receivedAt: identified.receivedAt) where copy.key == key {
                 guard let id = copy.transactionId else { continue }
                 ledger.insert(copy)
                 known(copy, in: identified.id)
@@ -297,17 +297,17 @@ struct SubscriptionTimeline {
 }
 
 extension SubscriptionTimeline.Record {
-    init(_ identified: IdentifiedEvent, _ record: StoredRecord) {
+    init(_ identified: StoredInput, _ record: StoredRecord) {
         id = identified.id
-        kind = identified.event.kind
-        receivedAt = Timestamp(millisecondsSince1970: identified.event.receivedAt)
+        kind = identified.kind
+        receivedAt = Timestamp(millisecondsSince1970: identified.receivedAt)
         notificationType = record.notification?.type
         notificationSubtype = record.notification?.subtype
         notificationUUID = record.notification?.uuid
         notificationSignedDate = record.notification?.signedDate?.timestamp
         leafSHA256 = record.chain?.leafSHA256
         rootSHA256 = record.chain?.rootSHA256
-        recordJSON = identified.event.record
+        recordJSON = identified.record
     }
 
     /// How a record of this kind reaches the server: the store does not keep the route, so this

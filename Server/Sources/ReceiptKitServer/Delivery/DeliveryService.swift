@@ -7,7 +7,7 @@ import NIOHTTP1
 import ReceiptKit
 import ServiceLifecycle
 
-/// Sends the outbox (``OutboxRows``): claims the rows that are due, sends each, and records
+/// Sends the outbox (``Delivery``): claims the rows that are due, sends each, and records
 /// how it went — delivered on a 2xx, otherwise tried again after ``DeliveryPolicy``'s back-off
 /// until the row's time runs out, then dead-lettered. At most ``DeliveryPolicy/concurrency``
 /// attempts run at once, each bounded by ``DeliveryPolicy/timeout``: a slow or dead receiver
@@ -18,7 +18,7 @@ import ServiceLifecycle
 /// (``DeliveryPolicy/keepDelivered``), then removed. On shutdown the attempts in flight are
 /// cancelled; a row whose outcome was not recorded is sent again once its lease expires.
 struct DeliveryService: Service {
-    let outbox: any OutboxStore
+    let outbox: Store
     let sender: DeliverySender
     let policy: DeliveryPolicy
     let clock: @Sendable () -> Date
@@ -196,7 +196,7 @@ final class BacklogGauges: Sendable {
 
     /// A destination as the metrics name it: `webhook`, `apple`, or `forward:HOST[:PORT]` (never
     /// a URL's path or query, which may carry a token).
-    static func destination(kind: OutboxRows.Kind, target: String) -> String {
+    static func destination(kind: Delivery.Kind, target: String) -> String {
         switch kind {
         case .webhook: return "webhook"
         case .consumption: return "apple"
@@ -206,7 +206,7 @@ final class BacklogGauges: Sendable {
         }
     }
 
-    func update(from outbox: any OutboxStore, now: Int64, logger: Logger) async {
+    func update(from outbox: Store, now: Int64, logger: Logger) async {
         let backlog: [OutboxBacklog]
         do {
             backlog = try await outbox.outboxBacklog()

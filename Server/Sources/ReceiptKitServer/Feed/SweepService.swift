@@ -5,14 +5,14 @@ import ServiceLifecycle
 
 /// Notices the changes time alone makes — a period that ends with no notification, a grace
 /// period or Apple's retry window that runs out — and writes their events
-/// (``EntitlementStore/sweep(now:limit:)``): once the store is migrated, then every interval,
+/// (``Store/sweep(now:limit:)``): once the store is migrated, then every interval,
 /// until the service group shuts down. Several servers may sweep one database: each key is
 /// derived by one of them (PostgreSQL's row lock, skipped when taken). A failed sweep is logged
 /// and tried again at the next interval; nothing is marked done before its events commit. With
 /// `RECEIPTKIT_CONSUMPTION_DEFAULT`, each sweep also answers the consumption requests nobody
 /// answered whose deadline is less than an hour away, for customers who consented.
 struct SweepService: Service {
-    let store: any EntitlementStore
+    let store: Store
     let interval: Duration
     let clock: @Sendable () -> Date
     let logger: Logger
@@ -21,7 +21,7 @@ struct SweepService: Service {
     /// The most keys one transaction batch reads; a sweep continues while batches come full.
     var batch = 500
     /// `RECEIPTKIT_CONSUMPTION_DEFAULT` and where to answer with it, when configured.
-    var consumptionDefault: (store: any ConsumptionStore, answer: ConsumptionAnswer)?
+    var consumptionDefault: (requests: ConsumptionRequests, answer: ConsumptionAnswer)?
 
     func run() async throws {
         for await _ in migrated.cancelOnGracefulShutdown() {}
@@ -49,15 +49,8 @@ struct SweepService: Service {
         if total.due > 0 {
             logger.info("swept the keys time changed", metadata: ["due": "\(total.due)", "events": "\(total.events)"])
         }
-        if let (store, answer) = consumptionDefault {
-            // An hour before the deadline: the backend had eleven hours to answer.
-            let answered = try await store.answerConsumptionDefaults(
-                now: Timestamp(clock()).millisecondsSince1970, window: 3_600_000
-            ) { productType in
-                // A default that does not fit this purchase (a percentage for an auto-renewable
-                // subscription) is not sent.
-                (try? answer.validate(productType: productType)) == nil ? nil : answer.appleJSON
-            }
+        if let (requests, answer) = consumptionDefault {
+            let answered = try await requests.answerDefaults(with: answer, now: Timestamp(clock()).millisecondsSince1970)
             if answered > 0 {
                 logger.info("answered consumption requests with RECEIPTKIT_CONSUMPTION_DEFAULT", metadata: ["answered": "\(answered)"])
             }

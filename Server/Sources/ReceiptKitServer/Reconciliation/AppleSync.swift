@@ -12,7 +12,7 @@ import ReceiptKit
 /// (`receiptkit_reconcile_rejected_total{code}`) and logged with its code.
 struct AppleSync: Sendable {
     let client: AppStoreServerAPIClient
-    let store: any EntitlementStore
+    let store: Store
     let metrics: ServerMetrics
     let logger: Logger
     let bundleId: String
@@ -133,7 +133,7 @@ struct AppleSync: Sendable {
     /// Stores every verified item of a fetch, each as its own event, linking its keys to
     /// `customerId` (and to each transaction's `appAccountToken`, as every input is linked). An
     /// item that only repeats the stored copy of its transaction or renewal info, signed again
-    /// (``NewEvent/skipsRepeats``), is not a new event: it counts as a replay.
+    /// (``VerifiedInput/skipsRepeats``), is not a new event: it counts as a replay.
     func store(_ fetched: Fetched, customerId: String?, receivedAt: Timestamp) async throws -> Stored {
         var stored = Stored()
         var records: [(VerificationRecord, [UInt8], String?)] = fetched.transactions.map {
@@ -141,13 +141,13 @@ struct AppleSync: Sendable {
         }
         records += fetched.renewalInfos.map { (VerificationRecord($0.verified), Array($0.jws.utf8), nil) }
         for (record, raw, transactionId) in records {
-            var event = try Events.event(
-                for: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt, source: .reconcile)
+            var input = try VerifiedInput(
+                record: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt, source: .reconcile)
             // Apple signs every answer anew: a copy that only repeats the stored one is not a new event.
-            event.skipsRepeats = true
-            if try await write(event) { stored.new += 1 } else { stored.replays += 1 }
-            stored.keys.formUnion(event.keys)
-            if let transactionId { stored.records[transactionId] = event.record }
+            input.skipsRepeats = true
+            if try await write(input) { stored.new += 1 } else { stored.replays += 1 }
+            stored.keys.formUnion(input.keys)
+            if let transactionId { stored.records[transactionId] = input.record }
         }
         return stored
     }
@@ -189,7 +189,7 @@ struct AppleSync: Sendable {
     }
 
     /// Stores one event; a database failure is a ``StoreError`` (503).
-    func write(_ event: NewEvent) async throws -> Bool {
+    func write(_ event: VerifiedInput) async throws -> Bool {
         do {
             return try await abandoningOnCancel { try await store.record(event) }
         } catch let error as CancellationError {

@@ -56,23 +56,14 @@ public enum BulkSync {
         }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         // The events the backfill causes are sent by the servers (whose delivery polls the outbox).
-        let (store, client) = try makeStore(
-            configuration.database, logger: logger, postgresSearchPath: nil, feed: FeedSettings(targets: configuration.events.targets))
-        guard let client else {
-            return try await run(lines: lines, file: file, store: store, configuration: configuration, logger: logger, progress: progress, clock: clock)
-        }
-        return try await withThrowingTaskGroup(of: Summary?.self) { group in
-            group.addTask {
-                await client.run()
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try await run(lines: lines, file: file, store: store, configuration: configuration, logger: logger, progress: progress, clock: clock)
+        let store = try Store(configuration.database, logger: logger, feed: FeedSettings(targets: configuration.events.targets))
+        return try await store.whileRunning {
+            try await run(lines: lines, file: file, store: store, configuration: configuration, logger: logger, progress: progress, clock: clock)
         }
     }
 
     private static func run(
-        lines: [String], file: String, store: any EntitlementStore, configuration: ServerConfiguration, logger: Logger,
+        lines: [String], file: String, store: Store, configuration: ServerConfiguration, logger: Logger,
         progress: @escaping @Sendable (String) -> Void, clock: @escaping @Sendable () -> Date
     ) async throws -> Summary {
         try await store.migrate()

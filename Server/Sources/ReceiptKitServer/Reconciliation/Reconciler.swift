@@ -92,8 +92,8 @@ struct Reconciler: Sendable {
                 let signedPayload = item.notification.signedPayload
                 let raw = Array(#"{"signedPayload":"\#(signedPayload)"}"#.utf8)
                 let record = VerificationRecord(item.notification.verified)
-                let event = try Events.event(
-                    for: record, raw: raw, bundleId: sync.bundleId, customerId: nil, receivedAt: now, source: .reconcile)
+                let event = try VerifiedInput(
+                    record: record, raw: raw, bundleId: sync.bundleId, customerId: nil, receivedAt: now, source: .reconcile)
                 report.notifications += 1
                 if try await sync.write(event) {
                     report.recovered += 1

@@ -108,7 +108,7 @@ struct ConsoleController {
         }
         var timelines: [String] = []
         for key in keys {
-            let events = try await environment.read { try await store.identifiedEvents(touching: key) }
+            let events = try await environment.read { try await store.inputs(of: key) }
             timelines.append(try SubscriptionTimeline(key: key, events: events).json())
         }
         var json = JSONObjectText()

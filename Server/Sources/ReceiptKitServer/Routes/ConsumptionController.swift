@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import ReceiptKit
 
-/// Answering Apple's consumption requests (``ConsumptionRows``):
+/// Answering Apple's consumption requests (``ConsumptionRequests``):
 ///
 /// - `PUT /v1/transactions/{transaction_id}/consumption`: the backend's answer to the latest
 ///   `CONSUMPTION_REQUEST` about the transaction, in Apple's v2 fields
@@ -19,6 +19,10 @@ import ReceiptKit
 struct ConsumptionController {
     let environment: RouteEnvironment
 
+    private var consumptionRequests: ConsumptionRequests {
+        ConsumptionRequests(store: environment.store, canSend: environment.apple != nil)
+    }
+
     func add(to group: RouterGroup<ServerRequestContext>) {
         group.put("transactions/{transaction_id}/consumption") { request, context in
             try await answer(request, context: context)
@@ -32,9 +36,9 @@ struct ConsumptionController {
             let body = try await environment.body(of: request, upTo: 4096)
             let consent = try RequestBody.decode(Consent.self, from: body)
             let now = environment.now
-            let store = environment.consumption
+            let requests = consumptionRequests
             try await environment.read {
-                try await store.setConsumptionConsent(customerId: customerId, consented: consent.consented, at: now.millisecondsSince1970)
+                try await requests.setConsent(customerId: customerId, consented: consent.consented, at: now.millisecondsSince1970)
             }
             var json = JSONObjectText()
             json.member("customer_id", customerId)
@@ -49,33 +53,14 @@ struct ConsumptionController {
         try AppleSync.checkTransactionId(transactionId)
         let body = try await environment.body(of: request, upTo: 4096)
         let answer = try RequestBody.decode(ConsumptionAnswer.self, from: body)
-        guard answer.customerConsented == true else {
-            throw APIError(
-                .badRequest, "customer_consent_required",
-                "customer_consented must be true: Apple takes consumption information only with the customer's consent")
-        }
-        try answer.validate()
-        guard environment.apple != nil else { throw AppleSync.notConfigured }
-        let store = environment.consumption
-        guard let pending = try await environment.read({ try await store.consumptionRequest(transactionId: transactionId) }) else {
-            throw APIError(
-                .notFound, "consumption_request_not_found", "no CONSUMPTION_REQUEST notification about transaction \(transactionId) is stored")
-        }
+        let requests = consumptionRequests
         let now = environment.now.millisecondsSince1970
-        let deadline = Timestamp(millisecondsSince1970: pending.deadline)
-        guard pending.deadline > now else {
-            throw APIError(
-                .conflict, "consumption_deadline_passed",
-                "Apple took an answer to this consumption request until \(deadline.iso8601)")
-        }
-        try answer.validate(productType: pending.productType)
-        let apple = answer.appleJSON
-        let delivery = try await environment.read {
-            try await store.answerConsumption(pending, transactionId: transactionId, apple: apple, now: now)
+        let (deadline, delivery) = try await environment.read {
+            try await requests.answer(answer, transactionId: transactionId, now: now)
         }
         var json = JSONObjectText()
         json.member("transaction_id", transactionId)
-        json.member("deadline", deadline.iso8601)
+        json.member("deadline", Timestamp(millisecondsSince1970: deadline).iso8601)
         json.member("delivery", json: delivery?.json ?? "null")
         return Response.json(json.text)
     }

@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import ReceiptKit
 
-/// The outbox's deliveries (``OutboxRows``), for the operator:
+/// The outbox's deliveries (``Delivery``), for the operator:
 ///
 /// - `GET /v1/webhooks/deliveries[?state=failed|pending|delivered][&after=ID][&limit=N]`: the
 ///   deliveries in a state (default `failed`, the dead letters), oldest first,
@@ -28,7 +28,7 @@ struct DeliveryController {
                 state = value
             }
             let (after, limit) = try FeedController.cursor(request)
-            let outbox = environment.outbox
+            let outbox = environment.store
             let wanted = state
             let deliveries = try await environment.read { try await outbox.deliveries(state: wanted, after: after, limit: limit + 1) }
             let page = deliveries.prefix(limit)
@@ -43,7 +43,7 @@ struct DeliveryController {
             guard let id = Int64(text), id > 0 else {
                 throw APIError.invalidRequest("the delivery id is \"\(text)\"; expected the id a delivery is listed with")
             }
-            let outbox = environment.outbox
+            let outbox = environment.store
             guard let existing = try await environment.read({ try await outbox.delivery(id) }) else {
                 throw APIError(.notFound, "not_found", "no delivery \(id)")
             }

@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import ReceiptKit
 
-/// The feed of what changed (``FeedRows``), oldest first, read with a cursor:
+/// The feed of what changed (``FeedDerivation``), oldest first, read with a cursor:
 ///
 /// - `GET /v1/events[?after=ID][&limit=N]`: every event after `ID`.
 /// - `GET /v1/customers/{customer_id}/events[?after=ID][&limit=N]`: the events of the
@@ -22,7 +22,7 @@ struct FeedController {
         group.get("events") { request, _ in
             let (after, limit) = try Self.cursor(request)
             let store = environment.store
-            let events = try await environment.read { try await store.changeEvents(after: after, limit: limit + 1) }
+            let events = try await environment.read { try await store.events(after: after, limit: limit + 1) }
             return Response.json(Self.page(events, after: after, limit: limit).text)
         }
         group.get("customers/{customer_id}/events") { request, context in
@@ -30,7 +30,7 @@ struct FeedController {
             let (after, limit) = try Self.cursor(request)
             let store = environment.store
             let events = try await environment.read {
-                try await store.changeEvents(customerId: customerId, after: after, limit: limit + 1)
+                try await store.events(customerId: customerId, after: after, limit: limit + 1)
             }
             var json = JSONObjectText()
             json.member("customer_id", customerId)
@@ -60,7 +60,7 @@ struct FeedController {
     /// The page of at most `limit` events of `events` (read with one more, to know whether there
     /// are more).
     static func page(
-        _ events: [FeedEvent], after: Int64, limit: Int, into json: JSONObjectText = JSONObjectText()
+        _ events: [StoredFeedEvent], after: Int64, limit: Int, into json: JSONObjectText = JSONObjectText()
     ) -> JSONObjectText {
         let page = events.prefix(limit)
         var json = json

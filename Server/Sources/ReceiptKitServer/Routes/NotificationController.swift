@@ -43,8 +43,8 @@ struct NotificationController {
         let record = try environment.verified(outcome, context: context)
         let type = record.notification?.rawNotificationType ?? "-"
         context.notes.update { $0.notificationType = type }
-        let event = try Events.event(
-            for: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: environment.now, source: .webhook)
+        let event = try VerifiedInput(
+            record: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: environment.now, source: .webhook)
         let isNew = try await environment.store(event, context: context)
         environment.metrics.notification(type: type)
         var json = JSONObjectText()

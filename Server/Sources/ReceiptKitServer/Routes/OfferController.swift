@@ -83,10 +83,10 @@ struct OfferController {
     /// stored transaction names the product's group, any of their introductory offers counts.
     func isEligible(productId: String, transactionId: String, customerId: String?) async throws -> Bool {
         let store = environment.store
-        let records = try await environment.read { () -> [StoredEvent] in
+        let records = try await environment.read { () -> [StoredInput] in
             var keys = try await store.keys(originalTransactionId: transactionId)
             if let customerId { keys += try await store.keys(customerId: customerId) }
-            return keys.isEmpty ? [] : try await store.events(touching: keys)
+            return keys.isEmpty ? [] : try await store.inputs(touching: keys)
         }
         var transactions: [[String: Any]] = []
         for event in records {

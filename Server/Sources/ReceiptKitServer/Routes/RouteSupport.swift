@@ -6,11 +6,7 @@ import ReceiptKit
 /// waits for the database, and the notifications refused since the process started.
 struct RouteEnvironment: Sendable {
     let verifier: AppStoreVerifier
-    let store: any EntitlementStore
-    /// The same store's outbox.
-    let outbox: any OutboxStore
-    /// The same store's consumption requests.
-    let consumption: any ConsumptionStore
+    let store: Store
     let metrics: ServerMetrics
     let clock: @Sendable () -> Date
     /// How long `/readyz` waits for the database to accept a write before answering 503.
@@ -59,12 +55,12 @@ struct RouteEnvironment: Sendable {
         }
     }
 
-    /// Stores an event; any database failure is a 503. Stops waiting when the request is
+    /// Stores an input; any database failure is a 503. Stops waiting when the request is
     /// cancelled (its timeout), even while the database still waits for a lock (the store's
-    /// ``EntitlementStore/record(_:)`` promises that).
-    func store(_ event: NewEvent, context: ServerRequestContext) async throws -> Bool {
+    /// ``Store/record(_:)`` promises that).
+    func store(_ input: VerifiedInput, context: ServerRequestContext) async throws -> Bool {
         do {
-            let isNew = try await store.record(event)
+            let isNew = try await store.record(input)
             context.notes.update { $0.duplicate = !isNew }
             return isNew
         } catch let error as APIError {
@@ -76,12 +72,15 @@ struct RouteEnvironment: Sendable {
         }
     }
 
-    /// Reads from the store; any database failure is a 503. Stops waiting when the request is
-    /// cancelled, as ``store(_:context:)`` does.
+    /// Runs a store operation; any database failure is a 503 (an ``APIError`` the operation
+    /// throws is its answer). Stops waiting when the request is cancelled, as
+    /// ``store(_:context:)`` does.
     func read<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         do {
             return try await abandoningOnCancel(body)
         } catch let error as StoreError {
+            throw error
+        } catch let error as APIError {
             throw error
         } catch let error as CancellationError {
             throw error
@@ -90,7 +89,7 @@ struct RouteEnvironment: Sendable {
         }
     }
 
-    /// Returns once the database has accepted a write (``EntitlementStore/ping()``), or throws
+    /// Returns once the database has accepted a write (``Store/ping()``), or throws
     /// ``StoreError`` when it fails or has not within ``readinessTimeout``.
     func ready() async throws {
         let store = self.store

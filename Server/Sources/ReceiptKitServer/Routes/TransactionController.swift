@@ -53,8 +53,8 @@ struct TransactionController {
             throw APIError.invalidRequest(
                 "customer_id is required: the purchase carries no appAccountToken to link it to")
         }
-        let event = try Events.event(
-            for: record, raw: body, bundleId: environment.bundleId, customerId: customer, receivedAt: environment.now, source: .app)
+        let event = try VerifiedInput(
+            record: record, raw: body, bundleId: environment.bundleId, customerId: customer, receivedAt: environment.now, source: .app)
         let isNew = try await environment.store(event, context: context)
         let entitlements = try await environment.entitlementsJSON(customerId: customer, at: environment.now)
         var json = entitlements

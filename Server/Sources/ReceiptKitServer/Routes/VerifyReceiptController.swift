@@ -56,13 +56,13 @@ struct VerifyReceiptController {
         }
         environment.metrics.verification(result: "verified")
         context.notes.update { $0.verdict = "verified" }
-        let event = try Events.event(
-            for: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: now, source: .app)
+        let event = try VerifiedInput(
+            record: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: now, source: .app)
         _ = try await environment.store(event, context: context)
 
-        let keys = Events.keys(of: record, bundleId: environment.bundleId)
+        let keys = VerifiedInput.keys(of: record, bundleId: environment.bundleId)
         let store = environment.store
-        let events = try await environment.read { try await store.events(touching: keys) }
+        let events = try await environment.read { try await store.inputs(touching: keys) }
         let (latest, pending) = try VerifyReceiptHistory.render(
             events: events, keys: Set(keys), excludeOldTransactions: excludeOldTransactions)
         var json = JSONObjectText(extending: rendered)

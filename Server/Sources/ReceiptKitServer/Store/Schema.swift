@@ -1,142 +1,35 @@
 import ReceiptKit
 
 /// The store's schema, one migration per change, written once for both databases: the few words
-/// in which SQLite and PostgreSQL differ come from ``Dialect``, so the two cannot drift apart. A
+/// in which SQLite and PostgreSQL differ come from ``SQLDialect``, so the two cannot drift apart. A
 /// released migration is never edited (its text on either database stays what it was): a change
 /// is a new migration appended to ``migrations``.
 ///
-/// Tables:
-/// - `events`: every verified input, once per dedup key (the unique constraint makes a replay a
-///   no-op): its raw bytes, its record as `verify-receipt` prints it, its kind.
+/// Tables (their names as of the last migration):
+/// - `inputs` (`events` before v10): every verified input, once per dedup key (the unique
+///   constraint makes a replay a no-op): its raw bytes, its record as `verify-receipt` prints it,
+///   its kind, and (from v8) where it came from (`source`).
 /// - `subscriptions`: one row per key (bundle id, environment, original transaction id), naming
-///   the key's transaction copy signed last (from v5; before, the key's whole ledger as JSON).
+///   the key's transaction copy signed last (from v5; before, the key's whole ledger as JSON),
+///   and (from v8) the state the feed last derived for it, with `next_change_at`.
 /// - `transaction_copies`, `renewal_info_copies` (from v5): every signed copy of every
-///   transaction and renewal info, the key's ledger as rows (``LedgerRows``).
+///   transaction and renewal info, the key's ledger as rows (``LedgerStatements``).
 /// - `customer_subscriptions`: which customer owns which key.
-/// - `event_subscriptions`: which events touched which key (from v2), so that what the service
-///   knows of a subscription — every transaction, every renewal info — can be listed.
-/// - `jws_headers` (from v3): each JWS header segment once; an event whose `raw_encoding` is 1
-///   refers to them instead of carrying them (``RawCompaction``). Events stored before v3 keep
+/// - `input_subscriptions` (from v2, `event_subscriptions` before v10): which inputs touched which
+///   key, so that what the service knows of a subscription can be listed.
+/// - `jws_headers` (from v3): each JWS header segment once; an input whose `raw_encoding` is 1
+///   refers to them instead of carrying them (``RawCompaction``). Inputs stored before v3 keep
 ///   `raw_encoding` 0, their bytes as received.
-/// - `history_revisions` (from v7): per key, the revision token Get Transaction History last
-///   answered, so that a sync fetches only what is new (``ReconcileRows``).
-/// - `reconcile_cursor` (from v7): one row, the instant up to which Get Notification History has
-///   been read and committed, and the server whose run owns it (``ReconcileRows``).
+/// - `history_revisions`, `reconcile_cursor` (from v7): per key, the revision token Get
+///   Transaction History last answered; the instant up to which Get Notification History has been
+///   read and committed (``ReconcileStatements``).
+/// - `change_events`, `feed_counter` (from v8): the feed's events, their ids drawn from the
+///   counter in commit order (``FeedStatements``).
 /// - `outbox` (from v8): what is to be sent — webhooks, forwarded notifications, consumption
-///   answers — until it is accepted or its time runs out (``OutboxRows``).
+///   answers — until it is accepted or its time runs out (``OutboxStatements``).
 /// - `consumption_requests`, `consumption_consents` (from v8): Apple's consumption requests with
-///   their deadline and answer, and the customers who consented (``ConsumptionRows``).
-/// - `change_events`, `feed_counter` (from v8): the feed of what changed, its ids drawn from
-///   the counter in commit order; `subscriptions` holds each key's state as the feed last
-///   derived it and `next_change_at` (``FeedRows``); `events.source` says where an input came
-///   from.
-/// - `transaction_copies_transaction_id` (v9): an index of the copies by transaction id, for the
-///   console's search.
+///   their deadline and answer, and the customers who consented (``ConsumptionStatements``).
 enum Schema {
-    /// Where the two databases' SQL differs.
-    enum Dialect: Sendable {
-        case sqlite
-        case postgres
-
-        /// An auto-incrementing 64-bit primary key column's type and constraint.
-        var autoIncrementingKey: String {
-            switch self {
-            case .sqlite: "INTEGER PRIMARY KEY AUTOINCREMENT"
-            case .postgres: "BIGSERIAL PRIMARY KEY"
-            }
-        }
-
-        /// Makes a long text column unique. A PostgreSQL B-tree cannot hold a key of more than
-        /// about 2.7 KB, and an App Store JWS header is 4.4 KB: there, uniqueness is an exclusion
-        /// constraint over a hash index, which `ON CONFLICT DO NOTHING` honours too.
-        func uniqueLongText(table: String, column: String) -> String {
-            switch self {
-            case .sqlite: "CREATE UNIQUE INDEX \(table)_\(column) ON \(table) (\(column))"
-            case .postgres: "ALTER TABLE \(table) ADD CONSTRAINT \(table)_\(column) EXCLUDE USING hash (\(column) WITH =)"
-            }
-        }
-
-        /// A 64-bit primary key column given by the writer (SQLite: the rowid itself).
-        var int64PrimaryKey: String {
-            switch self {
-            case .sqlite: "INTEGER PRIMARY KEY"
-            case .postgres: "BIGINT PRIMARY KEY"
-            }
-        }
-
-        /// The type of a column of raw bytes.
-        var bytes: String {
-            switch self {
-            case .sqlite: "BLOB"
-            case .postgres: "BYTEA"
-            }
-        }
-
-        /// What follows a `CREATE TABLE (…)` whose rows are to live in its primary key's B-tree.
-        /// A SQLite table otherwise keeps its rows in a B-tree of rowids and its primary key in
-        /// an index beside it: two B-trees to change for each row. PostgreSQL has no such
-        /// choice (its tables are heaps beside their indexes).
-        var clusteredOnPrimaryKey: String {
-            switch self {
-            case .sqlite: " WITHOUT ROWID"
-            case .postgres: ""
-            }
-        }
-
-        /// Statements that only PostgreSQL needs (none on SQLite).
-        func postgresOnly(_ statements: [String]) -> [String] {
-            switch self {
-            case .sqlite: []
-            case .postgres: statements
-            }
-        }
-    }
-
-    struct Migration: Sendable {
-        /// Its name, recorded once applied.
-        let id: String
-        /// What it does to the rows besides its statements, in Swift, after them.
-        let rows: RowMigration?
-        /// Its statements in a dialect.
-        let statements: @Sendable (Dialect) -> [String]
-
-        init(id: String, rows: RowMigration? = nil, statements: @escaping @Sendable (Dialect) -> [String]) {
-            self.id = id
-            self.rows = rows
-            self.statements = statements
-        }
-    }
-
-    /// A change to the rows that SQL alone cannot make, run by each store after the migration's
-    /// statements, in the same transaction.
-    enum RowMigration: Sendable {
-        /// Each key's ledger, stored whole as JSON in `subscriptions.state` by servers before v5,
-        /// becomes rows of `transaction_copies` and `renewal_info_copies` (``LedgerRows``), the
-        /// same copies folded by the same rules, and the key's row names the copy signed last.
-        case ledgersToCopies
-        /// Each key's derived state (``FeedRows/Baseline``), evaluated at the migration's
-        /// instant, stored without events.
-        case baselines
-    }
-
-    /// The keys whose ledger is stored whole (before v5), with it.
-    static let storedLedgers = StoreStatement(
-        """
-        SELECT original_transaction_id, bundle_id, environment, state, updated_at FROM subscriptions
-        WHERE state IS NOT NULL
-        """, columns: [.text, .text, .text, .text, .integer])
-
-    /// The copies of a ledger stored whole (before v5) for `key`: a ledger holds the renewal
-    /// infos of every key with the same environment and original transaction id, and its
-    /// transactions under their own keys — all of them belong to `key`'s rows.
-    static func storedLedgerCopies(_ state: StoreValue, of key: SubscriptionKey) throws -> [LedgerCopy] {
-        do {
-            return try EntitlementLedger(jsonBytes: Array((state.text ?? "").utf8)).copies
-        } catch {
-            throw StoreError("the stored ledger of \(key) does not decode: \(error)")
-        }
-    }
-
     static let migrations: [Migration] = [
         Migration(id: "v1-events-subscriptions-customers") { dialect in
             [
@@ -250,8 +143,8 @@ enum Schema {
         },
         // A fold rewrote the key's whole ledger: a cost that grew with every renewal. Its copies
         // become rows, so a fold inserts the record's copies alone and a state is read from the
-        // few rows that decide it (``LedgerRows``). The ledgers move in Swift (``RowMigration``).
-        Migration(id: "v5-ledger-copies", rows: .ledgersToCopies) { dialect in
+        // few rows that decide it (``Evaluation``). The ledgers move in Swift (``LedgersToCopies``).
+        Migration(id: "v5-ledger-copies", rows: { _ in LedgersToCopies() }) { dialect in
             [
                 """
                 CREATE TABLE transaction_copies (
@@ -316,12 +209,12 @@ enum Schema {
                 "INSERT INTO reconcile_cursor (id, position, lease_owner, lease_until) VALUES (1, NULL, NULL, 0)",
             ]
         },
-        // The feed (``FeedRows``): each key's derived state as its last event saw it, when to
+        // The feed (``FeedStatements``): each key's derived state as its last event saw it, when to
         // look again without an input (the sweep's index), the events, the counter their ids
         // come from, and where each input came from. The keys a server before it stored get
-        // their state now, without events (``RowMigration/baselines``). Customers are read by
+        // their state now, without events (``Baselines``). Customers are read by
         // key when an event names them.
-        Migration(id: "v8-change-events", rows: .baselines) { dialect in
+        Migration(id: "v8-change-events", rows: { Baselines(at: $0) }) { dialect in
             [
                 "ALTER TABLE subscriptions ADD COLUMN derived_status TEXT",
                 "ALTER TABLE subscriptions ADD COLUMN derived_product_id TEXT",
@@ -352,7 +245,7 @@ enum Schema {
                 "CREATE INDEX customer_subscriptions_key ON customer_subscriptions (original_transaction_id, bundle_id, environment)",
             ]
         },
-        // The durable outbox (``OutboxRows``): what is sent later — webhooks, forwarded
+        // The durable outbox (``OutboxStatements``): what is sent later — webhooks, forwarded
         // notifications, consumption answers — written in the transaction that causes it. The
         // first index finds the pending rows in order and lists a state's rows; the second,
         // whether an earlier row of the same receiver and key is still pending.
@@ -384,7 +277,7 @@ enum Schema {
             ]
         },
         // Consumption requests, their answers, and which customers consented to share
-        // consumption data (``ConsumptionRows``).
+        // consumption data (``ConsumptionStatements``).
         Migration(id: "v8-consumption-requests") { _ in
             [
                 """
@@ -420,6 +313,25 @@ enum Schema {
         Migration(id: "v9-transaction-copies-by-transaction-id") { _ in
             ["CREATE INDEX transaction_copies_transaction_id ON transaction_copies (transaction_id)"]
         },
+        // "Event" means the feed's events only: Apple's verified inputs, and the keys they
+        // touched, are `inputs` and `input_subscriptions`. Renaming changes no row: instant at
+        // any size, on either database.
+        Migration(id: "v10-inputs") { dialect in
+            [
+                "ALTER TABLE events RENAME TO inputs",
+                "ALTER TABLE event_subscriptions RENAME TO input_subscriptions",
+                "ALTER TABLE input_subscriptions RENAME COLUMN event_id TO input_id",
+            ] + dialect.postgresOnly([
+                "ALTER TABLE inputs RENAME CONSTRAINT events_pkey TO inputs_pkey",
+                "ALTER TABLE inputs RENAME CONSTRAINT events_dedup_key_key TO inputs_dedup_key_key",
+                "ALTER SEQUENCE events_id_seq RENAME TO inputs_id_seq",
+                "ALTER TABLE input_subscriptions RENAME CONSTRAINT event_subscriptions_pkey TO input_subscriptions_pkey",
+                """
+                ALTER TABLE input_subscriptions
+                RENAME CONSTRAINT event_subscriptions_event_id_fkey TO input_subscriptions_input_id_fkey
+                """,
+            ])
+        },
     ]
 
     /// The migrations up to and including the one with this id, or all of them.
@@ -429,5 +341,26 @@ enum Schema {
             throw StoreError("no migration \(lastId)")
         }
         return migrations[...last]
+    }
+}
+
+/// One change to the schema: its statements in each dialect, and what it does to the rows that SQL
+/// alone cannot, in Swift, after them and in the same transaction (a ``RowSteps`` each backend
+/// runs).
+struct Migration: Sendable {
+    /// Its name, recorded once applied.
+    let id: String
+    /// What it does to the rows besides its statements, given the instant it runs at.
+    let rows: (@Sendable (Timestamp) -> any RowSteps<Void> & Sendable)?
+    /// Its statements in a dialect.
+    let statements: @Sendable (SQLDialect) -> [String]
+
+    init(
+        id: String, rows: (@Sendable (Timestamp) -> any RowSteps<Void> & Sendable)? = nil,
+        statements: @escaping @Sendable (SQLDialect) -> [String]
+    ) {
+        self.id = id
+        self.rows = rows
+        self.statements = statements
     }
 }

@@ -2,7 +2,7 @@ import ReceiptKit
 import ReceiptKitServer
 import Testing
 
-/// ``ChangeClassification``: the one function that names a change, from the state before (or
+/// ``EventClassification``: the one function that names a change, from the state before (or
 /// none) and the state after.
 @Suite("Change classification")
 struct ChangeClassificationTests {
@@ -80,13 +80,13 @@ struct ChangeClassificationTests {
 
     @Test("each step of a key's state is named once", arguments: cases)
     func classify(_ test: Case) {
-        #expect(ChangeClassification.changes(from: test.previous, to: test.current).map(\.rawValue) == test.expected)
+        #expect(EventClassification.changes(from: test.previous, to: test.current).map(\.rawValue) == test.expected)
     }
 
     @Test("every type but a consumption request is the name of some step")
     func everyTypeIsReachable() {
         let named = Set(Self.cases.flatMap(\.expected))
-        let types = Set(ChangeType.allCases.map(\.rawValue)).subtracting(["consumption.requested"])
+        let types = Set(EventType.allCases.map(\.rawValue)).subtracting(["consumption.requested"])
         #expect(named == types)
     }
 }

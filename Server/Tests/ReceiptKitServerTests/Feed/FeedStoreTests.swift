@@ -24,16 +24,16 @@ struct FeedStoreTests {
                 location: location, searchPath: searchPath)
             try await withStore(location, searchPath: searchPath) { store in
                 try await store.migrate()
-                #expect(try await store.changeEvents(after: 0, limit: 10).isEmpty)
+                #expect(try await store.events(after: 0, limit: 10).isEmpty)
                 // Nothing is due before the period ends.
                 #expect(try await store.sweep(now: Timestamp(millisecondsSince1970: (now + day) * 1000), limit: 10).due == 0)
                 let renewal = try StoreTests.copy(key, id: "t2", purchase: now + 20 * day, signed: now + 19 * day, expires: now + 50 * day)
-                var event = NewEvent(
+                var event = VerifiedInput(
                     dedupKey: "test:renewal", kind: "transaction", raw: [0x7B, 0x7D], record: "{}",
                     receivedAt: (now + 19 * day + 60) * 1000, keys: [key], copies: [renewal], links: [],
-                    cause: ChangeCause(source: .app, transactionId: "t2"))
+                    cause: EventCause(source: .app, transactionId: "t2"))
                 #expect(try await store.record(event))
-                let events = try await store.changeEvents(after: 0, limit: 10)
+                let events = try await store.events(after: 0, limit: 10)
                 #expect(events.count == 1)
                 let json = try #require(try JSONSerialization.jsonObject(with: Data(events[0].json.utf8)) as? [String: Any])
                 #expect(json["type"] as? String == "subscription.renewed")
@@ -44,11 +44,11 @@ struct FeedStoreTests {
                 // A replay of the input writes nothing.
                 event.receivedAt += 1000
                 #expect(try await store.record(event) == false)
-                #expect(try await store.changeEvents(after: 0, limit: 10).count == 1)
+                #expect(try await store.events(after: 0, limit: 10).count == 1)
                 // Once the renewed period ends, the sweep tells it.
                 let report = try await store.sweep(now: Timestamp(millisecondsSince1970: (now + 51 * day) * 1000), limit: 10)
                 #expect(report == SweepReport(due: 1, swept: 1, events: 1))
-                let expired = try await store.changeEvents(after: events[0].id, limit: 10)
+                let expired = try await store.events(after: events[0].id, limit: 10)
                 #expect(expired.count == 1 && expired[0].json.contains(#""type":"subscription.expired""#))
             }
         }

@@ -32,7 +32,7 @@ struct BulkSyncTests {
             let asked = fake.requests.count
 
             try await withStore(.sqlite(path: database), searchPath: nil) { store in
-                let count = try await store.eventCount(dedupKeys: nil)
+                let count = try await store.inputCount(dedupKeys: nil)
                 #expect(count == transactions.count + 2)  // and one renewal info per subscription
                 // The fake serves one Apple account: its history is both subscriptions'.
                 let linked = try await store.keys(customerId: "cust-a").map(\.originalTransactionId)

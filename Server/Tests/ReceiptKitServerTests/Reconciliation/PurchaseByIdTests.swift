@@ -48,14 +48,14 @@ struct PurchaseByIdTests {
             // One event per transaction (the statuses' latest transaction is the history's
             // copy, a replay) and one for the renewal info.
             try await server.withStore { store in
-                let count = try await store.eventCount(dedupKeys: nil)
+                let count = try await store.inputCount(dedupKeys: nil)
                 #expect(count == transactions.count + 1)
             }
             let again = try await server.post("/v1/transactions", Self.body(["transaction_id": "2000000100", "customer_id": "cust-apple"]))
             #expect(again.status == .ok, "\(again.text)")
             #expect(try again.json()["duplicate"] as? Bool == true)
             try await server.withStore { store in
-                let count = try await store.eventCount(dedupKeys: nil)
+                let count = try await store.inputCount(dedupKeys: nil)
                 #expect(count == transactions.count + 1)
             }
             let byCustomer = try await server.get("/v1/customers/cust-apple/entitlements").json()
@@ -78,7 +78,7 @@ struct PurchaseByIdTests {
             ).expectError(.badRequest, "invalid_request")
             #expect(fake.requests.count == asked)
             try await server.withStore { store in
-                let count = try await store.eventCount(dedupKeys: nil)
+                let count = try await store.inputCount(dedupKeys: nil)
                 #expect(count == 0)
             }
         }
@@ -164,9 +164,9 @@ struct PurchaseByIdTests {
             #expect(state["status"] as? String != "active", "\(state)")
             try await server.withStore { store in
                 // The forged transaction, and the statuses' item carrying it, left out.
-                let count = try await store.eventCount(dedupKeys: nil)
+                let count = try await store.inputCount(dedupKeys: nil)
                 #expect(count == transactions.count - 1)
-                #expect(try await store.eventCount(dedupKeys: ["transaction:\(forged.transactionId):\(AppleFake.signedDate)"]) == 0)
+                #expect(try await store.inputCount(dedupKeys: ["transaction:\(forged.transactionId):\(AppleFake.signedDate)"]) == 0)
             }
             let metrics = try await server.get("/metrics", token: nil).text
             #expect(metrics.contains("receiptkit_reconcile_rejected_total{code=\"invalid_signature\"} 2"), "\(metrics)")

@@ -47,7 +47,7 @@ struct ReconcileCrashTests {
                 _ = try await server.waitForExit(timeout: .seconds(10))
 
                 try await withStore(location, searchPath: nil) { store in
-                    let count = try await store.eventCount(dedupKeys: nil)
+                    let count = try await store.inputCount(dedupKeys: nil)
                     #expect(count == fake.pageSize)  // the first page, committed
                     let cursor = try await store.reconcileCursor()
                     #expect((cursor ?? 0) < killedAt.millisecondsSince1970 - 3_600_000, "the cursor passed what was not stored")
@@ -70,7 +70,7 @@ struct ReconcileCrashTests {
                     #expect(try report.json()["notifications"] as? Int == transactions.count)
                     #expect(try report.json()["recovered"] as? Int == transactions.count - fake.pageSize)
                     try await server.withStore { store in
-                        let count = try await store.eventCount(dedupKeys: nil)
+                        let count = try await store.inputCount(dedupKeys: nil)
                         #expect(count == transactions.count)
                         let cursor = try await store.reconcileCursor()
                         #expect(cursor == Timestamp(next).millisecondsSince1970)

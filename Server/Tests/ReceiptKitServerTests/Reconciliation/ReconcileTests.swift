@@ -80,7 +80,7 @@ struct ReconcileTests {
                 let stateC = try await server.get("/v1/subscriptions/5000000300").json()
                 #expect(stateC["status"] as? String == "active" && stateC["will_renew"] as? Bool == false, "\(stateC)")
                 try await server.withStore { store in
-                    let count = try await store.eventCount(dedupKeys: nil)
+                    let count = try await store.inputCount(dedupKeys: nil)
                     eventsBefore.withLock { $0 = count }
                 }
             }
@@ -144,9 +144,9 @@ struct ReconcileTests {
                 let window = (10...13).map { "notification:\(Self.uuid($0))" }
                 let expected = eventsBefore.withLock { $0 } + 3
                 try await server.withStore { store in
-                    let stored = try await store.eventCount(dedupKeys: window)
+                    let stored = try await store.inputCount(dedupKeys: window)
                     #expect(stored == window.count)
-                    let count = try await store.eventCount(dedupKeys: nil)
+                    let count = try await store.inputCount(dedupKeys: nil)
                     #expect(count == expected)
                 }
                 // The same window read again: four replays, nothing folded twice.
@@ -154,7 +154,7 @@ struct ReconcileTests {
                 #expect(try again.json()["notifications"] as? Int == 4)
                 #expect(try again.json()["recovered"] as? Int == 0)
                 try await server.withStore { store in
-                    let count = try await store.eventCount(dedupKeys: nil)
+                    let count = try await store.inputCount(dedupKeys: nil)
                     #expect(count == expected)
                 }
                 let metrics = try await server.get("/metrics", token: nil).text
@@ -187,7 +187,7 @@ struct ReconcileTests {
                     #expect(answers.contains { $0.status == .ok })
                     #expect(recovered == transactions.count)
                     try await first.withStore { store in
-                        let count = try await store.eventCount(dedupKeys: nil)
+                        let count = try await store.inputCount(dedupKeys: nil)
                         #expect(count == transactions.count)
                     }
                 }
@@ -229,9 +229,9 @@ struct ReconcileTests {
             #expect(report["rejected"] as? Int == 1)
             #expect(report["recovered"] as? Int == transactions.count - 1)
             try await server.withStore { store in
-                let forged = try await store.eventCount(dedupKeys: ["notification:\(Self.uuid(transactions[1]))"])
+                let forged = try await store.inputCount(dedupKeys: ["notification:\(Self.uuid(transactions[1]))"])
                 #expect(forged == 0)
-                let count = try await store.eventCount(dedupKeys: nil)
+                let count = try await store.inputCount(dedupKeys: nil)
                 #expect(count == transactions.count - 1)
             }
             // The forged renewal not folded: the subscription's state has the others only.

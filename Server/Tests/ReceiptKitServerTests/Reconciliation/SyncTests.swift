@@ -28,7 +28,7 @@ struct SyncTests {
             let stored = try await server.get("/v1/subscriptions/4000000100").json()
             #expect(stored["latest_transaction_id"] as? String == transactions.last?.transactionId)
             try await server.withStore { store in
-                let count = try await store.eventCount(dedupKeys: nil)
+                let count = try await store.inputCount(dedupKeys: nil)
                 #expect(count == transactions.count + 1)  // and the renewal info
             }
 
@@ -36,7 +36,7 @@ struct SyncTests {
             _ = try await server.post("/v1/subscriptions/4000000100/sync", "")
             #expect(fake.requests(to: "/inApps/v2/history/4000000100").last?.queryValues("revision") == ["r\(transactions.count)"])
             try await server.withStore { store in
-                let count = try await store.eventCount(dedupKeys: nil)
+                let count = try await store.inputCount(dedupKeys: nil)
                 #expect(count == transactions.count + 1)
             }
         }
@@ -72,7 +72,7 @@ struct SyncTests {
         try await AppleFake.withServer(backend, fake: fake) { server in
             func counts() async throws -> (events: Int, rows: Int) {
                 var events = 0
-                try await server.withStore { store in events = try await store.eventCount(dedupKeys: nil) }
+                try await server.withStore { store in events = try await store.inputCount(dedupKeys: nil) }
                 let rows = try await backend.copyRows(location: server.location, searchPath: server.searchPath)
                 return (events, rows.transactions.count + rows.renewalInfos.count)
             }
@@ -156,7 +156,7 @@ struct SyncTests {
             #expect(try await server.post("/v1/subscriptions/4000000400/sync", "").status == .ok)
             #expect(fake.requests(to: "/inApps/v2/history/4000000400").last?.queryValues("revision") == ["r\(transactions.count)"])
             try await server.withStore { store in
-                let forged = try await store.eventCount(dedupKeys: ["transaction:\(transactions[0].transactionId):\(AppleFake.signedDate)"])
+                let forged = try await store.inputCount(dedupKeys: ["transaction:\(transactions[0].transactionId):\(AppleFake.signedDate)"])
                 #expect(forged == 1)  // stored once it verified
             }
         }

@@ -65,32 +65,19 @@ enum Backend: String, Sendable, CustomTestStringConvertible {
         _ location: DatabaseLocation, searchPath: String? = nil, _ body: (PostgresClient) async throws -> Void
     ) async throws {
         guard case .postgres(let postgres) = location else { return }
-        let store = PostgresStore(location: postgres, searchPath: searchPath, logger: Logger.silent)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await store.client.run() }
-            try await body(store.client)
-            group.cancelAll()
-        }
+        let store = Store(postgres: postgres, searchPath: searchPath, logger: Logger.silent)
+        guard let client = store.postgresClient else { return }
+        try await store.whileRunning { try await body(client) }
     }
 }
 
 /// A second view of a test's database, for checking what the server stored.
 func withStore(
-    _ location: DatabaseLocation, searchPath: String?, _ body: (any StoreInspection) async throws -> Void
+    _ location: DatabaseLocation, searchPath: String?, _ body: (Store) async throws -> Void
 ) async throws {
-    switch location {
-    case .sqlite(let path):
-        let store = try SQLiteStore(path: path)
-        try await body(store)
-        try await store.close()
-    case .postgres(let postgres):
-        let store = PostgresStore(location: postgres, searchPath: searchPath, logger: Logger.silent)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await store.client.run() }
-            try await body(store)
-            group.cancelAll()
-        }
-    }
+    let store = try Store(location, logger: .silent, postgresSearchPath: searchPath)
+    try await store.whileRunning { try await body(store) }
+    try await store.close()
 }
 
 extension Logger {
@@ -145,7 +132,7 @@ struct TestServer: Sendable {
     }
 
     /// Checks the stored events with another connection to the same database.
-    func withStore(_ body: (any StoreInspection) async throws -> Void) async throws {
+    func withStore(_ body: (Store) async throws -> Void) async throws {
         try await ReceiptKitServerTests.withStore(location, searchPath: searchPath, body)
     }
 

@@ -34,12 +34,12 @@ extension Backend {
             try queue.inDatabase { try $0.execute(sql: "ROLLBACK") }
             try queue.close()
         case .postgres(let postgres):
-            let store = PostgresStore(location: postgres, searchPath: searchPath, logger: .silent)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await store.client.run() }
-                try await store.client.withConnection { connection in
+            let store = Store(postgres: postgres, searchPath: searchPath, logger: Logger.silent)
+            guard let client = store.postgresClient else { return }
+            try await store.whileRunning {
+                try await client.withConnection { connection in
                     try await connection.query("BEGIN", logger: .silent)
-                    try await connection.query("LOCK TABLE events IN ACCESS EXCLUSIVE MODE", logger: .silent)
+                    try await connection.query("LOCK TABLE inputs IN ACCESS EXCLUSIVE MODE", logger: .silent)
                     do {
                         try await body()
                     } catch {
@@ -48,7 +48,6 @@ extension Backend {
                     }
                     try await connection.query("ROLLBACK", logger: .silent)
                 }
-                group.cancelAll()
             }
         }
     }

@@ -1,11 +1,11 @@
 import Foundation
 import ReceiptKit
 
-/// Turns a verified record into the event the store keeps: its dedup key, the keys it touches,
+/// Turns a verified record into the input the store keeps: its dedup key, the keys it touches,
 /// the customers it links, and the ledger copies it folds in (``EntitlementLedger/copies(of:)``).
 /// What each key's state becomes is the ledger's business, not this file's.
-enum Events {
-    /// The event of a verified record.
+extension VerifiedInput {
+    /// The input of a verified record.
     ///
     /// - Parameters:
     ///   - record: The verified record.
@@ -15,11 +15,13 @@ enum Events {
     ///     `appAccountToken` is linked too.
     ///   - receivedAt: The server's clock at the request.
     ///   - source: Where the input came from, for the feed's events it causes.
-    static func event(
-        for record: VerificationRecord, raw: [UInt8], bundleId: String, customerId: String?, receivedAt: Timestamp,
-        source: ChangeCause.Source
-    ) throws(APIError) -> NewEvent {
-        let keys = self.keys(of: record, bundleId: bundleId)
+    ///
+    /// - Throws: 400 `invalid_request` when the record carries no identifier to store it by.
+    init(
+        record: VerificationRecord, raw: [UInt8], bundleId: String, customerId: String?, receivedAt: Timestamp,
+        source: EventCause.Source
+    ) throws(APIError) {
+        let keys = Self.keys(of: record, bundleId: bundleId)
         var links: [CustomerLink] = []
         for key in keys {
             if let customerId { links.append(CustomerLink(customerId: customerId, key: key)) }
@@ -29,24 +31,24 @@ enum Events {
                 links.append(CustomerLink(customerId: token, key: key))
             }
         }
-        guard let dedupKey = dedupKey(of: record) else {
+        guard let dedupKey = Self.dedupKey(of: record) else {
             throw APIError.invalidRequest("the \(record.kind.rawValue) carries no identifier to store it by")
         }
         let nested = [record.notification?.data?.signedTransactionInfo, record.notification?.data?.signedRenewalInfo]
-        return NewEvent(
+        self.init(
             dedupKey: dedupKey, kind: record.kind.rawValue, raw: raw,
             headerSegments: RawCompaction.headerSegments(in: raw, nested: nested.compactMap { $0 }), record: record.json(),
             receivedAt: receivedAt.millisecondsSince1970,
-            keys: keys, copies: EntitlementLedger.copies(of: record), links: links, cause: cause(of: record, source: source),
+            keys: keys, copies: EntitlementLedger.copies(of: record), links: links, cause: Self.cause(of: record, source: source),
             consumption: ConsumptionNotice.of(record, bundleId: bundleId, receivedAt: receivedAt))
     }
 
     /// The cause the feed names for a record: a notification by its UUID, type and subtype, with
     /// the transaction it carries; a transaction by its id.
-    static func cause(of record: VerificationRecord, source: ChangeCause.Source) -> ChangeCause {
+    static func cause(of record: VerificationRecord, source: EventCause.Source) -> EventCause {
         let notification = record.notification
         let transactionId = record.kind == .receipt ? nil : record.transactions.first?.transactionId
-        return ChangeCause(
+        return EventCause(
             source: source, notificationUUID: notification?.notificationUUID, notificationType: notification?.rawNotificationType,
             notificationSubtype: notification?.rawSubtype, transactionId: transactionId)
     }

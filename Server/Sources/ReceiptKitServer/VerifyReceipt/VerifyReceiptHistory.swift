@@ -33,7 +33,7 @@ enum VerifyReceiptHistory {
     /// - Returns: `latest_receipt_info` and `pending_renewal_info`, each a JSON array.
     /// - Throws: ``StoreError`` when a stored record does not decode (the store is damaged).
     static func render(
-        events: [StoredEvent], keys: Set<SubscriptionKey>, excludeOldTransactions: Bool = false
+        events: [StoredInput], keys: Set<SubscriptionKey>, excludeOldTransactions: Bool = false
     ) throws -> (latest: String, pending: String) {
         let (transactions, renewalInfos) = try winningCopies(of: events, keys: keys)
         var latest = transactions.sorted {
@@ -63,7 +63,7 @@ enum VerifyReceiptHistory {
 
     /// Rule 1 over the stored records: each transaction's winning copy, and each key's winning
     /// renewal info.
-    private static func winningCopies(of events: [StoredEvent], keys: Set<SubscriptionKey>) throws
+    private static func winningCopies(of events: [StoredInput], keys: Set<SubscriptionKey>) throws
         -> (transactions: [Listed], renewalInfos: [SubscriptionKey: (info: StoredRecord.RenewalInfo, copy: LedgerCopy)])
     {
         var transactions: [TransactionSlot: Listed] = [:]

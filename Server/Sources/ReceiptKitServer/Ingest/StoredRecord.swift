@@ -1,7 +1,7 @@
 import Foundation
 import ReceiptKit
 
-/// The members of a stored record (`verify-receipt`'s JSON, as ``NewEvent/record`` keeps it) that
+/// The members of a stored record (`verify-receipt`'s JSON, as ``VerifiedInput/record`` keeps it) that
 /// the routes reading history need, by the names `docs/output-schema.md` gives them: the
 /// transactions, renewal info and notification that `/verifyReceipt`'s arrays and the console's
 /// timeline are made of, and the chain the record verified to.
@@ -23,14 +23,14 @@ struct StoredRecord: Decodable {
         case validatedAt = "validated_at"
     }
 
-    /// Decodes a stored event's record.
+    /// Decodes a stored input's record.
     ///
     /// - Throws: ``StoreError`` when it does not decode (the store is damaged).
-    init(_ event: StoredEvent) throws {
+    init(_ input: StoredInput) throws {
         do {
-            self = try JSONDecoder().decode(StoredRecord.self, from: Data(event.record.utf8))
+            self = try JSONDecoder().decode(StoredRecord.self, from: Data(input.record.utf8))
         } catch {
-            throw StoreError("a stored \(event.kind) record does not decode: \(error)")
+            throw StoreError("a stored \(input.kind) record does not decode: \(error)")
         }
     }
 

@@ -1,8 +1,8 @@
 import Foundation
 import NIOConcurrencyHelpers
 
-/// How an event's raw bytes are stored: as received, or with the JWS header segments they
-/// carry replaced by references to the `jws_headers` table (`events.raw_encoding`).
+/// How an input's raw bytes are stored: as received, or with the JWS header segments they
+/// carry replaced by references to the `jws_headers` table (`inputs.raw_encoding`).
 ///
 /// A JWS header from the App Store is its `x5c` chain: 4.4 KB of base64url (3.7 KB with the
 /// test PKI), the same in every JWS Apple signs with one certificate. A notification carries
@@ -35,9 +35,6 @@ package enum RawEncoding: Int16, Sendable {
 /// and the header's id, 8 bytes big-endian. Raw bytes holding a 0x00 byte are stored verbatim
 /// (no JSON text holds one), so a 0x00 in a compacted form is always a reference.
 package enum RawCompaction {
-    /// A stored header's id, by its segment.
-    static let headerId = StoreStatement("SELECT id FROM jws_headers WHERE segment = ?", columns: [.integer])
-
     package static let escape: UInt8 = 0x00
     package static let referenceLength = 10
     /// Shorter segments are not worth a reference.
@@ -261,18 +258,18 @@ package enum RawCompaction {
         try walk(compacted, literal: { output.append(contentsOf: $0) }) { form, id in
             if forms[id] == nil {
                 guard let segment = segments[id] else {
-                    throw StoreError("a stored event refers to JWS header \(id), which is not stored")
+                    throw StoreError("a stored input refers to JWS header \(id), which is not stored")
                 }
                 forms[id] = Self.forms(of: segment)
             }
             let bytes = forms[id]![Int(form)]
-            guard !bytes.isEmpty else { throw StoreError("a stored event refers to a form of JWS header \(id) it cannot have") }
+            guard !bytes.isEmpty else { throw StoreError("a stored input refers to a form of JWS header \(id) it cannot have") }
             output.append(contentsOf: bytes)
         }
         return output
     }
 
-    /// An event's raw bytes from what is stored.
+    /// An input's raw bytes from what is stored.
     ///
     /// - Parameters:
     ///   - stored: The `raw` column.
@@ -285,7 +282,7 @@ package enum RawCompaction {
         switch RawEncoding(rawValue: encoding) {
         case .verbatim: return stored
         case .headerReferences: return try expand(stored, segments: segments(references(in: stored)))
-        case nil: throw StoreError("a stored event's raw_encoding is \(encoding), which this server does not know")
+        case nil: throw StoreError("a stored input's raw_encoding is \(encoding), which this server does not know")
         }
     }
 
@@ -296,10 +293,10 @@ package enum RawCompaction {
         while let escapeIndex = compacted[start...].firstIndex(of: escape) {
             literal(compacted[start..<escapeIndex])
             guard compacted.count - escapeIndex >= referenceLength else {
-                throw StoreError("a stored event's raw bytes end in a cut-short header reference")
+                throw StoreError("a stored input's raw bytes end in a cut-short header reference")
             }
             let form = compacted[escapeIndex + 1]
-            guard form < 4 else { throw StoreError("a stored event's raw bytes hold an unknown header reference form \(form)") }
+            guard form < 4 else { throw StoreError("a stored input's raw bytes hold an unknown header reference form \(form)") }
             var id: Int64 = 0
             for byte in compacted[(escapeIndex + 2)..<(escapeIndex + referenceLength)] { id = id << 8 | Int64(byte) }
             try reference(form, id)
@@ -338,54 +335,5 @@ package final class HeaderDirectory: Sendable {
                 known.append((segment, header))
             }
         }
-    }
-}
-
-/// Reading an event's raw bytes back, the same on both stores: its stored form, then each JWS
-/// header it refers to, then the bytes as received (``RawCompaction/raw(stored:encoding:segments:)``).
-struct RawReading: RowSteps {
-    static let event = StoreStatement(
-        "SELECT raw, raw_encoding FROM events WHERE dedup_key = ?", columns: [.bytes, .integer])
-    static let header = StoreStatement("SELECT segment FROM jws_headers WHERE id = ?", columns: [.text])
-
-    let dedupKey: String
-    private var phase = Phase.start
-    private var stored: [UInt8] = []
-    private var encoding: Int16 = RawEncoding.verbatim.rawValue
-    /// The header ids still to read.
-    private var pending: [Int64] = []
-    private var segments: [Int64: [UInt8]] = [:]
-
-    private enum Phase {
-        case start, event
-        case header(Int64)
-    }
-
-    init(dedupKey: String) {
-        self.dedupKey = dedupKey
-    }
-
-    mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<[UInt8]?> {
-        switch phase {
-        case .start:
-            phase = .event
-            return .fetch(Self.event, [.text(dedupKey)])
-        case .event:
-            guard let row = rows.first else { return .done(nil) }
-            stored = row[0].bytes ?? []
-            encoding = Int16(truncatingIfNeeded: row[1].integer ?? 0)
-            if encoding == RawEncoding.headerReferences.rawValue {
-                pending = try RawCompaction.references(in: stored).sorted()
-            }
-        case .header(let id):
-            // A header that is not there leaves its reference unresolved: `raw` throws.
-            if let segment = rows.first?[0].text { segments[id] = Array(segment.utf8) }
-        }
-        if let id = pending.popLast() {
-            phase = .header(id)
-            return .fetch(Self.header, [.integer(id)])
-        }
-        let segments = self.segments
-        return .done(try RawCompaction.raw(stored: stored, encoding: encoding) { _ in segments })
     }
 }

@@ -1,0 +1,44 @@
+import ReceiptKit
+
+/// Where the feed's events and the verified notifications are sent, each through the outbox: the
+/// rows an input or a sweep writes, decided here once.
+public struct OutboxTargets: Sendable, Hashable {
+    /// `RECEIPTKIT_WEBHOOK_URL`: each event, signed.
+    public var webhookURL: String?
+    /// `RECEIPTKIT_FORWARD_URLS`: each verified notification, byte for byte.
+    public var forwardURLs: [String]
+    /// How long a row is tried before it is dead-lettered (`RECEIPTKIT_WEBHOOK_RETRY_HOURS`).
+    public var retryWindowMilliseconds: Int64
+
+    /// Creates targets; none by default.
+    public init(webhookURL: String? = nil, forwardURLs: [String] = [], retryWindowMilliseconds: Int64 = 72 * 3_600_000) {
+        self.webhookURL = webhookURL
+        self.forwardURLs = forwardURLs
+        self.retryWindowMilliseconds = retryWindowMilliseconds
+    }
+
+    /// The webhook's row for an event, if a webhook is configured: its JSON, ordered by its key.
+    func webhookRow(eventId: Int64, json: String, key: SubscriptionKey, at now: Int64) -> OutboxRow? {
+        webhookURL.map { url in
+            OutboxRow(
+                kind: .webhook, target: url, orderingKey: Self.orderingKey(key), eventId: eventId, body: Array(json.utf8),
+                createdAt: now, giveUpAt: now + retryWindowMilliseconds)
+        }
+    }
+
+    /// The rows forwarding a verified notification, byte for byte, to each forward URL, ordered
+    /// by the first key it touches.
+    func forwardRows(_ notification: [UInt8], keys: [SubscriptionKey], at now: Int64) -> [OutboxRow] {
+        let orderingKey = keys.first.map(Self.orderingKey) ?? "notification"
+        return forwardURLs.map { url in
+            OutboxRow(
+                kind: .forward, target: url, orderingKey: orderingKey, eventId: nil, body: notification, createdAt: now,
+                giveUpAt: now + retryWindowMilliseconds)
+        }
+    }
+
+    /// The key a subscription's rows are ordered by.
+    static func orderingKey(_ key: SubscriptionKey) -> String {
+        "\(key.bundleId)|\(key.environment)|\(key.originalTransactionId)"
+    }
+}

@@ -1,0 +1,230 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ReceiptKit
+
+/// The store in PostgreSQL through postgres-nio: one `PostgresClient`, which the application runs
+/// as a service, every value bound, every change in one transaction.
+///
+/// Several servers may share the database. Migrations run under a transaction-scoped advisory
+/// lock and are recorded in `receiptkit_migrations`. Two inputs for the same key, on any servers,
+/// are serialized by the key's row lock (the recording's `SELECT … FOR UPDATE`, after an `INSERT …
+/// ON CONFLICT DO NOTHING` that makes sure the row exists): the second folds into what the first
+/// committed, so no update is lost.
+final class PostgresBackend: StoreBackend {
+    let dialect = SQLDialect.postgres
+    /// The client; run it (``PostgresClient/run()``) for as long as the store is used.
+    let client: PostgresClient
+    private let logger: Logger
+
+    /// An arbitrary constant: the advisory lock that serializes migrations across servers.
+    private static let migrationLock: Int64 = 0x5245_4345_4950_544B  // "RECEIPTK"
+    /// An arbitrary constant: the first key of the reconcile lock, whose second is the schema's
+    /// name hashed (one lock per schema, as there is one cursor per schema). Advisory locks of
+    /// two 32-bit keys never collide with those of one 64-bit key, such as ``migrationLock``.
+    private static let reconcileLockClass: Int32 = 0x524B_5243  // "RKRC"
+
+    /// Creates the backend and its client (not yet running).
+    ///
+    /// - Parameters:
+    ///   - location: The server and database.
+    ///   - searchPath: A schema to use instead of the role's default (`search_path`), if any.
+    ///   - logger: Where the client logs.
+    init(location: PostgresLocation, searchPath: String?, logger: Logger) {
+        let tls: PostgresClient.Configuration.TLS
+        switch location.sslMode {
+        case "disable": tls = .disable
+        case "require": tls = .require(.makeClientConfiguration())
+        default: tls = .prefer(.makeClientConfiguration())
+        }
+        var configuration = PostgresClient.Configuration(
+            host: location.host, port: location.port, username: location.username, password: location.password,
+            database: location.database, tls: tls)
+        if let searchPath {
+            configuration.options.additionalStartupParameters = [("search_path", searchPath)]
+        }
+        configuration.options.connectTimeout = .seconds(5)
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.logger = logger
+    }
+
+    func query(_ fetch: Fetch) async throws -> [[StoreValue]] {
+        let logger = self.logger
+        return try await client.withConnection { connection in try await connection.rows(fetch, logger: logger) }
+    }
+
+    func update(_ fetch: Fetch) async throws -> [[StoreValue]] {
+        try await query(fetch)
+    }
+
+    func read<Steps: RowSteps & Sendable>(_ steps: Steps) async throws -> Steps.Result where Steps.Result: Sendable {
+        let logger = self.logger
+        // One snapshot for every read of the steps, so that their rows agree.
+        return try await client.withConnection { connection in
+            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
+            do {
+                let result = try await connection.run(steps, logger: logger)
+                try await connection.query("COMMIT", logger: logger)
+                return result
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    func write<Steps: RowSteps & Sendable>(_ steps: Steps) async throws -> Steps.Result where Steps.Result: Sendable {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in try await connection.run(steps, logger: logger) }
+    }
+
+    func record(_ recording: Recording) async throws -> Recording.Result {
+        try await abandoningOnCancel { try await self.write(recording) }
+    }
+
+    func migrate(_ migrations: ArraySlice<Migration>) async throws {
+        let logger = self.logger
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS receiptkit_migrations (id TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+                logger: logger)
+            var applied = Set<String>()
+            for try await id in try await connection.query("SELECT id FROM receiptkit_migrations", logger: logger)
+                .decode(String.self)
+            {
+                applied.insert(id)
+            }
+            for migration in migrations where !applied.contains(migration.id) {
+                for statement in migration.statements(.postgres) {
+                    // A constant of Schema, never built from input: the one place SQL is not
+                    // bound, because DDL takes no bindings.
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                // The edge: a migration runs at the server's start, at the time of day.
+                let now = Timestamp(Date())
+                if let rows = migration.rows {
+                    try await connection.run(rows(now), logger: logger)
+                }
+                try await connection.query(
+                    "INSERT INTO receiptkit_migrations (id, applied_at) VALUES (\(migration.id), \(now.millisecondsSince1970))",
+                    logger: logger)
+            }
+        }
+    }
+
+    /// The reconcile lock on PostgreSQL: a session-level advisory lock (`pg_try_advisory_lock`)
+    /// taken on a connection kept out of the pool for the run. Its session holds it, so it goes
+    /// when the process dies (the server ends the session of a closed connection at once) — and
+    /// if it is given up while `body` still runs (the session ended under it), the cursor's owner
+    /// row stops the run (``ReconcileStatements``).
+    func withReconcileLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T? {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            var locked = false
+            for try await taken in try await connection.query(
+                "SELECT pg_try_advisory_lock(\(Self.reconcileLockClass), hashtext(current_schema()))", logger: logger
+            ).decode(Bool.self) {
+                locked = taken
+            }
+            guard locked else { return nil }
+            // Given up even when the run was cancelled: in a task of its own. A connection that
+            // cannot give it up is closed, which ends its session and the lock with it.
+            let unlock = { @Sendable in
+                await Task {
+                    do {
+                        try await connection.query(
+                            "SELECT pg_advisory_unlock(\(Self.reconcileLockClass), hashtext(current_schema()))", logger: logger)
+                    } catch {
+                        logger.warning("giving up the reconcile lock failed; closing its connection", metadata: ["error": "\(error)"])
+                        try? await connection.close()
+                    }
+                }.value
+            }
+            do {
+                let result = try await body()
+                await unlock()
+                return result
+            } catch {
+                await unlock()
+                throw error
+            }
+        }
+    }
+
+    func ping() async throws {
+        let logger = self.logger
+        try await client.withTransaction(logger: logger) { connection in
+            // The lock an INSERT into inputs takes; a lock held against it (LOCK TABLE, a
+            // migration) makes this wait, at most 2 s on the server's side.
+            try await connection.query("SET LOCAL lock_timeout = '2s'", logger: logger)
+            try await connection.query("LOCK TABLE inputs IN ROW EXCLUSIVE MODE", logger: logger)
+        }
+    }
+
+    func close() async throws {}
+}
+
+extension PostgresConnection {
+    /// Runs a ``RowSteps`` to its end on this connection.
+    func run<Steps: RowSteps>(_ steps: Steps, logger: Logger) async throws -> Steps.Result {
+        var steps = steps
+        var rows: [[StoreValue]] = []
+        while true {
+            switch try steps.next(rows) {
+            case .fetch(let fetch):
+                rows = try await self.rows(fetch, logger: logger)
+            case .write(let writes):
+                for write in writes {
+                    try await query(write.statement.postgres(write.values), logger: logger)
+                }
+                rows = []
+            case .insert(let write):
+                // Its text ends `RETURNING id` (``SQLDialect/returningId``).
+                rows = try await self.rows(
+                    Fetch(statement: write.statement, columns: [.integer], values: write.values), logger: logger)
+            case .done(let result):
+                return result
+            }
+        }
+    }
+
+    /// The rows of a statement of the store's, each cell read as the fetch declares its column;
+    /// a row with another number of cells is an error.
+    func rows(_ fetch: Fetch, logger: Logger) async throws -> [[StoreValue]] {
+        let columns = fetch.columns
+        var rows: [[StoreValue]] = []
+        for try await row in try await query(fetch.statement.postgres(fetch.values), logger: logger) {
+            guard row.count == columns.count else {
+                throw StoreError("the query reads \(row.count) columns and declares \(columns.count): \(fetch.statement.postgres)")
+            }
+            var values: [StoreValue] = []
+            values.reserveCapacity(columns.count)
+            for (cell, column) in zip(row, columns) {
+                switch column {
+                case .integer: values.append(try cell.decode(Int64?.self).map(StoreValue.integer) ?? .null)
+                case .text: values.append(try cell.decode(String?.self).map(StoreValue.text) ?? .null)
+                case .bytes: values.append(try cell.decode(ByteBuffer?.self).map { .bytes(Array($0.readableBytesView)) } ?? .null)
+                }
+            }
+            rows.append(values)
+        }
+        return rows
+    }
+}
+
+extension StoreStatement {
+    /// The statement with its values, for PostgreSQL.
+    func postgres(_ values: [StoreValue]) -> PostgresQuery {
+        var binds = PostgresBindings(capacity: values.count)
+        for value in values {
+            switch value {
+            case .integer(let integer): binds.append(integer)
+            case .text(let text): binds.append(text)
+            case .bytes(let bytes): binds.append(ByteBuffer(bytes: bytes))
+            case .null: binds.appendNull()
+            }
+        }
+        return PostgresQuery(unsafeSQL: postgres, binds: binds)
+    }
+}

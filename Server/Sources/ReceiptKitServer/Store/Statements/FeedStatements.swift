@@ -1,0 +1,114 @@
+import ReceiptKit
+
+/// The feed's rows (``Schema`` v8): the state each key's last event was derived from (columns of
+/// `subscriptions`), the events (`change_events`), and the counter their ids come from
+/// (`feed_counter`).
+///
+/// Ids increase in commit order. On SQLite one transaction writes at a time. On PostgreSQL,
+/// transactions commit in another order than they draw from a sequence, and a reader paging with
+/// `after=ID` would skip an id that commits after a greater one it has already read. So ids come
+/// from the one row of `feed_counter`, updated in the transaction that writes the events: its row
+/// lock is held until that transaction commits, so the next transaction that writes events waits
+/// for it and draws the ids after its own. The counter is taken last, after every key is folded
+/// and evaluated (``Derivation``), so that the transactions writing events are serialized only
+/// for their last statements; an input that changes nothing does not take it.
+enum FeedStatements {
+    /// The columns of `subscriptions` that hold the state the feed derived last, in the order
+    /// ``LedgerStatements/head`` reads them.
+    static let derivedColumns = [
+        "derived_status", "derived_product_id", "derived_transaction_id", "derived_expires_at", "derived_will_renew",
+        "derived_subscription", "derived_family_shared", "next_change_at", "derived_at",
+    ]
+
+    /// A derived record from its columns.
+    static func derived(
+        status: String?, productId: String?, transactionId: String?, expiresAt: Int64?, willRenew: Bool?,
+        isSubscription: Bool?, isFamilyShared: Bool?, nextChangeAt: Int64?
+    ) -> DerivedRecord {
+        var derived = DerivedRecord(nextChangeAt: nextChangeAt)
+        if let status = status.flatMap(SubscriptionStatus.init(rawValue:)) {
+            derived.state = DerivedState(
+                status: status, productId: productId, transactionId: transactionId, expiresAt: expiresAt, willRenew: willRenew,
+                isSubscription: isSubscription == true, isFamilyShared: isFamilyShared == true)
+        }
+        return derived
+    }
+
+    static let updateDerived = StoreStatement(
+        """
+        UPDATE subscriptions SET derived_status = ?, derived_product_id = ?, derived_transaction_id = ?,
+            derived_expires_at = ?, derived_will_renew = ?, derived_subscription = ?, derived_family_shared = ?,
+            next_change_at = ?, derived_at = ?
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?
+        """)
+
+    /// The write that stores what the feed derived for a key at `instant`.
+    static func derivedWrite(_ key: SubscriptionKey, _ derived: DerivedRecord, at instant: Int64) -> StoreWrite {
+        let state = derived.state
+        return StoreWrite(updateDerived, [
+            .optional(state?.status.rawValue), .optional(state?.productId), .optional(state?.transactionId),
+            .optional(state?.expiresAt), .optional(state?.willRenew), .optional(state?.isSubscription),
+            .optional(state?.isFamilyShared), .optional(derived.nextChangeAt), .integer(instant),
+        ] + LedgerStatements.key(key))
+    }
+
+    /// Draws `?` ids: answers the last one. Its row lock is held until the transaction commits
+    /// (see ``FeedStatements``).
+    static let drawIds = Query("UPDATE feed_counter SET last_id = last_id + ? WHERE id = 1 RETURNING last_id") {
+        (lastId: Int64) in lastId
+    }
+
+    static let insertEvent = StoreStatement(
+        """
+        INSERT INTO change_events (id, type, occurred_at, recorded_at, original_transaction_id, bundle_id, environment, payload)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        """)
+
+    /// The write of one event, its JSON rendered.
+    static func eventWrite(_ event: FeedEvent, id: Int64, json: String, recordedAt: Int64) -> StoreWrite {
+        StoreWrite(insertEvent, [
+            .integer(id), .text(event.type.rawValue), .integer(event.occurredAt.millisecondsSince1970), .integer(recordedAt),
+        ] + LedgerStatements.key(event.key) + [.text(json)])
+    }
+
+    // MARK: Reading the feed
+
+    /// The events after an id, oldest first.
+    static let eventsAfter = Query("SELECT id, payload FROM change_events WHERE id > ? ORDER BY id LIMIT ?") {
+        (id: Int64, payload: String) in StoredFeedEvent(id: id, json: payload)
+    }
+
+    /// A customer's events after an id (those of every key linked to the customer), oldest first.
+    static let customerEventsAfter = Query(
+        """
+        SELECT e.id, e.payload FROM customer_subscriptions c
+        JOIN change_events e ON e.original_transaction_id = c.original_transaction_id AND e.bundle_id = c.bundle_id
+            AND e.environment = c.environment
+        WHERE c.customer_id = ? AND e.id > ? ORDER BY e.id LIMIT ?
+        """
+    ) { (id: Int64, payload: String) in StoredFeedEvent(id: id, json: payload) }
+
+    // MARK: The sweep
+
+    /// Keys whose derived state may have changed by now, soonest first.
+    static let dueKeys = Query(
+        """
+        SELECT original_transaction_id, bundle_id, environment FROM subscriptions
+        WHERE next_change_at <= ? ORDER BY next_change_at LIMIT ?
+        """, row: LedgerStatements.subscriptionKey)
+
+    /// A due key's `next_change_at`, if it is still due (another server, or an input, may have
+    /// moved it). On PostgreSQL the row is locked for the rest of the transaction too, or not
+    /// read when another transaction holds it (an input folding into the key, or another
+    /// server's sweep): that one derives the key.
+    static let claimDueKey = Query { dialect in
+        """
+        SELECT next_change_at FROM subscriptions
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND next_change_at <= ?\(dialect.forUpdateSkipLocked)
+        """
+    } row: { (nextChangeAt: Int64) in nextChangeAt }
+
+    /// Every key, for the migration that derives each key's state without events.
+    static let allKeys = Query(
+        "SELECT original_transaction_id, bundle_id, environment FROM subscriptions", row: LedgerStatements.subscriptionKey)
+}

@@ -1,0 +1,322 @@
+import ReceiptKit
+
+/// A key's ledger kept as rows (from migration v5): every signed copy of every transaction in
+/// `transaction_copies`, every copy of renewal info in `renewal_info_copies`, each as ReceiptKit's
+/// ``LedgerCopy`` JSON with the few columns a lookup needs beside it; `subscriptions` holds one row
+/// per key, naming its transaction copy signed last; `customer_subscriptions` links customers to
+/// keys. The steps that fold a copy in (``Folding``), remember a repeat (``Repeating``) and read a
+/// state (``Evaluation``) run these statements.
+enum LedgerStatements {
+    /// How many top-ranked candidates are read for a state (``candidates``, ``candidatesKnownAt``):
+    /// rule 2 takes the first, unless the second ties with it, and then more might tie — the
+    /// state is then evaluated from every copy known at its instant instead.
+    static let candidateLimit = 2
+
+    /// The values that find a key's rows.
+    static func key(_ key: SubscriptionKey) -> [StoreValue] {
+        [.text(key.originalTransactionId), .text(key.bundleId), .text(key.environment)]
+    }
+
+    /// The values that find a key's renewal info rows (renewal infos carry no bundle id).
+    static func renewalKey(_ key: SubscriptionKey) -> [StoreValue] {
+        [.text(key.originalTransactionId), .text(key.environment)]
+    }
+
+    /// The values that find a renewal info copy's rows.
+    static func renewalKey(of copy: LedgerCopy) -> [StoreValue] {
+        [.text(copy.originalTransactionId), .text(copy.environment)]
+    }
+
+    /// The values that find the stored copies of a copy's transaction, and with its signed date
+    /// the one signed then; `nil` for a copy without a key or transaction id.
+    static func transaction(of copy: LedgerCopy, signedToo: Bool = false) -> [StoreValue]? {
+        guard let key = copy.key, let id = copy.transactionId else { return nil }
+        let values = self.key(key) + [.text(id)]
+        return signedToo ? values + [.integer(copy.knownFrom.millisecondsSince1970)] : values
+    }
+
+    /// A date column's value: milliseconds, or `Int64.min` for none, so that none sorts first.
+    static func instant(_ timestamp: Timestamp?) -> Int64 {
+        timestamp?.millisecondsSince1970 ?? Int64.min
+    }
+
+    /// A copy's JSON, as its row keeps it.
+    static func json(_ copy: LedgerCopy) -> StoreValue {
+        .text(String(decoding: copy.jsonBytes(), as: UTF8.self))
+    }
+
+    /// Reads a stored copy's JSON.
+    ///
+    /// - Throws: ``StoreError`` when it does not decode (the store is damaged).
+    static func copy(_ json: String, kind: LedgerCopy.Kind, of originalTransactionId: String) throws -> LedgerCopy {
+        do {
+            return try LedgerCopy(jsonBytes: Array(json.utf8), kind: kind)
+        } catch {
+            throw StoreError("a stored copy of \(originalTransactionId) does not decode: \(error)")
+        }
+    }
+
+    // MARK: Transaction copies
+
+    /// The stored copy of a transaction signed last: its signed date and JSON.
+    static let latestTransactionCopy = Query(
+        """
+        SELECT known_from, copy FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ?
+        ORDER BY known_from DESC LIMIT 1
+        """
+    ) { (knownFrom: Int64, copy: String) in (knownFrom: knownFrom, json: copy) }
+
+    /// The stored copies of a transaction signed last, at most two, latest first.
+    static let lastTwoTransactionCopies = Query(
+        """
+        SELECT known_from, copy FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ?
+        ORDER BY known_from DESC LIMIT 2
+        """
+    ) { (knownFrom: Int64, copy: String) in (knownFrom: knownFrom, json: copy) }
+
+    /// The stored copy of a transaction signed at an instant.
+    static let transactionCopy = Query(
+        """
+        SELECT copy FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
+        """
+    ) { (copy: String) in copy }
+
+    static let insertTransactionCopy = StoreStatement(
+        """
+        INSERT INTO transaction_copies
+            (original_transaction_id, bundle_id, environment, transaction_id, known_from, is_latest, is_upgraded,
+             purchase_date, expires_date, copy)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """)
+
+    static let replaceTransactionCopy = StoreStatement(
+        """
+        UPDATE transaction_copies SET is_upgraded = ?, purchase_date = ?, expires_date = ?, copy = ?
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
+        """)
+
+    static let demoteTransactionCopy = StoreStatement(
+        """
+        UPDATE transaction_copies SET is_latest = 0
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
+        """)
+
+    /// Moves the last signing of a run of repeats to a later one (its JSON carries the date).
+    static let redateTransactionCopy = StoreStatement(
+        """
+        UPDATE transaction_copies SET known_from = ?, copy = ?
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
+        """)
+
+    // MARK: Renewal info copies
+
+    /// The stored copy of a renewal info signed at an instant.
+    static let renewalInfoCopy = Query(
+        """
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from = ?
+        """
+    ) { (copy: String) in copy }
+
+    /// The stored copies of a subscription's renewal info signed last, at most two, latest first.
+    static let lastTwoRenewalInfoCopies = Query(
+        """
+        SELECT known_from, copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ?
+        ORDER BY known_from DESC LIMIT 2
+        """
+    ) { (knownFrom: Int64, copy: String) in (knownFrom: knownFrom, json: copy) }
+
+    static let insertRenewalInfoCopy = StoreStatement(
+        """
+        INSERT INTO renewal_info_copies (original_transaction_id, environment, known_from, copy) VALUES (?, ?, ?, ?)
+        """)
+
+    static let replaceRenewalInfoCopy = StoreStatement(
+        """
+        UPDATE renewal_info_copies SET copy = ? WHERE original_transaction_id = ? AND environment = ? AND known_from = ?
+        """)
+
+    static let redateRenewalInfoCopy = StoreStatement(
+        """
+        UPDATE renewal_info_copies SET known_from = ?, copy = ?
+        WHERE original_transaction_id = ? AND environment = ? AND known_from = ?
+        """)
+
+    // MARK: Keys
+
+    /// Makes sure a key's row exists (recording locks it before folding on PostgreSQL).
+    static let insertSubscription = StoreStatement(
+        """
+        INSERT INTO subscriptions (original_transaction_id, bundle_id, environment, updated_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT DO NOTHING
+        """)
+
+    /// Locks a key's row for the rest of the transaction (PostgreSQL; SQLite has one writer, and
+    /// recording runs this only where ``SQLDialect/locksRows``).
+    static let lockSubscription = Query { dialect in
+        """
+        SELECT 1 FROM subscriptions WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?\(dialect.forUpdate)
+        """
+    } row: { (_: Int64) in () }
+
+    /// Records the key's copy signed last, when `known_from` is later than the one recorded.
+    static let advanceSubscription = StoreStatement(
+        """
+        UPDATE subscriptions SET updated_at = ?, last_known_from = ?, last_known_transaction_id = ?
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?
+            AND (last_known_from IS NULL OR last_known_from < ?)
+        """)
+
+    /// The writes that keep a key's row: it exists, and it names the key's transaction copy
+    /// signed last among `copies` when that is later than the one it names.
+    static func subscriptionWrites(_ key: SubscriptionKey, copies: [LedgerCopy], receivedAt: Int64) -> [StoreWrite] {
+        let keyValues = self.key(key)
+        var writes = [StoreWrite(insertSubscription, keyValues + [.integer(receivedAt)])]
+        let last = copies.filter { $0.key == key }.max { ($0.knownFrom, $0.transactionId ?? "") < ($1.knownFrom, $1.transactionId ?? "") }
+        if let last, let id = last.transactionId {
+            let knownFrom = StoreValue.integer(last.knownFrom.millisecondsSince1970)
+            writes.append(StoreWrite(advanceSubscription, [.integer(receivedAt), knownFrom, .text(id)] + keyValues + [knownFrom]))
+        }
+        return writes
+    }
+
+    /// A key of a row whose first three columns are its original transaction id, bundle id and
+    /// environment.
+    static func subscriptionKey(_ originalTransactionId: String, _ bundleId: String, _ environment: String) -> SubscriptionKey {
+        SubscriptionKey(bundleId: bundleId, environment: environment, originalTransactionId: originalTransactionId)
+    }
+
+    /// The keys linked to a customer.
+    static let keysOfCustomer = Query(
+        """
+        SELECT original_transaction_id, bundle_id, environment FROM customer_subscriptions WHERE customer_id = ?
+        """, row: subscriptionKey)
+
+    /// The keys of an original transaction id.
+    static let keysOfOriginalTransactionId = Query(
+        """
+        SELECT original_transaction_id, bundle_id, environment FROM subscriptions WHERE original_transaction_id = ?
+        """, row: subscriptionKey)
+
+    static let insertLink = StoreStatement(
+        """
+        INSERT INTO customer_subscriptions (customer_id, original_transaction_id, bundle_id, environment, linked_at)
+        VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+        """)
+
+    /// The customers linked to a key.
+    static let customersOfKey = Query(
+        """
+        SELECT customer_id FROM customer_subscriptions WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?
+        """
+    ) { (customerId: String) in customerId }
+
+    // MARK: Reading a key
+
+    /// The key's row: the copy signed last (its date and transaction id), the renewal info signed
+    /// last, and the state the feed derived last (``FeedStatements/derivedColumns``).
+    static let head = Query(
+        """
+        SELECT s.last_known_from, s.last_known_transaction_id,
+            (SELECT MAX(r.known_from) FROM renewal_info_copies r
+             WHERE r.original_transaction_id = s.original_transaction_id AND r.environment = s.environment),
+            \(FeedStatements.derivedColumns.map { "s." + $0 }.joined(separator: ", "))
+        FROM subscriptions s WHERE s.original_transaction_id = ? AND s.bundle_id = ? AND s.environment = ?
+        """
+    ) {
+        (lastKnownFrom: Int64?, lastTransactionId: String?, lastRenewalInfo: Int64?, status: String?, productId: String?,
+         transactionId: String?, expiresAt: Int64?, willRenew: Bool?, isSubscription: Bool?, isFamilyShared: Bool?,
+         nextChangeAt: Int64?, _: Int64?) in
+        KeyHead(
+            lastTransaction: lastKnownFrom.flatMap { knownFrom in lastTransactionId.map { (knownFrom, $0) } },
+            lastRenewalInfo: lastRenewalInfo,
+            derived: FeedStatements.derived(
+                status: status, productId: productId, transactionId: transactionId, expiresAt: expiresAt, willRenew: willRenew,
+                isSubscription: isSubscription, isFamilyShared: isFamilyShared, nextChangeAt: nextChangeAt))
+    }
+
+    /// A row of ``candidates`` or ``candidatesKnownAt``: a transaction's latest copy with its rank.
+    struct CandidateRow: Sendable {
+        var json: String
+        var rank: (isUpgraded: Int64, purchase: Int64, expires: Int64)
+        var transactionId: String
+        var knownFrom: Int64
+    }
+
+    /// The latest copies of the key's transactions, those not upgraded first, each group by
+    /// `purchaseDate` then `expiresDate`, latest first (rule 2's order, its last tie-break left to
+    /// ReceiptKit).
+    static let candidates = Query(
+        """
+        SELECT copy, is_upgraded, purchase_date, expires_date, transaction_id, known_from FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND is_latest = 1
+        ORDER BY is_upgraded, purchase_date DESC, expires_date DESC LIMIT \(candidateLimit)
+        """, row: candidateRow)
+
+    /// ``candidates`` among the copies known at an instant: of each transaction, the copy signed
+    /// last by then.
+    static let candidatesKnownAt = Query(
+        """
+        SELECT c.copy, c.is_upgraded, c.purchase_date, c.expires_date, c.transaction_id, c.known_from FROM transaction_copies c
+        WHERE c.original_transaction_id = ? AND c.bundle_id = ? AND c.environment = ? AND c.known_from = (
+            SELECT MAX(d.known_from) FROM transaction_copies d
+            WHERE d.original_transaction_id = c.original_transaction_id AND d.bundle_id = c.bundle_id
+                AND d.environment = c.environment AND d.transaction_id = c.transaction_id AND d.known_from <= ?)
+        ORDER BY c.is_upgraded, c.purchase_date DESC, c.expires_date DESC LIMIT \(candidateLimit)
+        """, row: candidateRow)
+
+    @Sendable private static func candidateRow(
+        json: String, isUpgraded: Int64, purchase: Int64, expires: Int64, transactionId: String, knownFrom: Int64
+    ) -> CandidateRow {
+        CandidateRow(json: json, rank: (isUpgraded, purchase, expires), transactionId: transactionId, knownFrom: knownFrom)
+    }
+
+    /// The key's transaction copy signed last by an instant.
+    static let lastTransactionCopyKnownAt = Query(
+        """
+        SELECT known_from, transaction_id, copy FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND known_from <= ?
+        ORDER BY known_from DESC, transaction_id DESC LIMIT 1
+        """
+    ) { (knownFrom: Int64, transactionId: String, copy: String) in (knownFrom: knownFrom, transactionId: transactionId, json: copy) }
+
+    /// The key's renewal info signed last by an instant.
+    static let lastRenewalInfoKnownAt = Query(
+        """
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from <= ?
+        ORDER BY known_from DESC LIMIT 1
+        """
+    ) { (copy: String) in copy }
+
+    /// Every copy of the key's transactions known at an instant.
+    static let transactionCopiesKnownAt = Query(
+        """
+        SELECT copy FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND known_from <= ?
+        """
+    ) { (copy: String) in copy }
+
+    /// Every copy of the key's renewal info known at an instant.
+    static let renewalInfoCopiesKnownAt = Query(
+        """
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from <= ?
+        """
+    ) { (copy: String) in copy }
+}
+
+/// A key's row as ``LedgerStatements/head`` reads it.
+struct KeyHead: Sendable {
+    /// The date and transaction id of the key's transaction copy signed last.
+    var lastTransaction: (knownFrom: Int64, transactionId: String)?
+    /// The signed date of the key's renewal info signed last.
+    var lastRenewalInfo: Int64?
+    /// What the feed derived last for the key, and when to look again.
+    var derived = DerivedRecord()
+
+    /// When the last copy of the key was signed.
+    var lastKnownFrom: Int64? {
+        [lastTransaction?.knownFrom, lastRenewalInfo].compactMap { $0 }.max()
+    }
+}

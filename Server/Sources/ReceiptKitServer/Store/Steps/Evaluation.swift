@@ -1,0 +1,149 @@
+import ReceiptKit
+
+/// One key's state at an instant, read from its rows and evaluated by ReceiptKit's
+/// ``EntitlementLedger``; `nil` when no transaction of the key is known at that instant.
+///
+/// When every copy of the key is known at the instant — a state asked for now, the case that
+/// matters at scale — the state is decided by a few rows whatever the key's history: the
+/// top-ranked latest transaction copies (rule 2 picks among them), the copy signed last (the
+/// state's `last_signed_date`) and the renewal info signed last (rule 3). At an instant before the
+/// key's last copy (an `as_of`), the same few among the copies known then: each transaction's copy
+/// signed last by then, ranked, the copy signed last by then, and the renewal info signed last by
+/// then. Only when the top two candidates tie is every copy known at the instant read. Either way
+/// ReceiptKit evaluates the copies: the rules are not restated here.
+struct Evaluation: RowSteps, Sendable {
+    let key: SubscriptionKey
+    let instant: Timestamp
+    /// The copies the running transaction stored: read from here, not decoded from their rows.
+    let written: WrittenCopies
+    private var phase = Phase.start
+    private var copies: [LedgerCopy] = []
+    /// The key's row, once read: what the feed compares the evaluated state with.
+    private(set) var head = KeyHead()
+
+    private enum Phase {
+        case start, head, candidates, lastTransaction, lastRenewalInfo, allTransactions, allRenewalInfos
+        case candidatesAt, lastTransactionAt
+    }
+
+    init(key: SubscriptionKey, at instant: Timestamp, written: WrittenCopies = WrittenCopies()) {
+        self.key = key
+        self.instant = instant
+        self.written = written
+    }
+
+    mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<SubscriptionState?> {
+        let keyValues = LedgerStatements.key(key)
+        let at = StoreValue.integer(instant.millisecondsSince1970)
+        switch phase {
+        case .start:
+            phase = .head
+            return .fetch(LedgerStatements.head.fetch(keyValues))
+        case .head:
+            guard let head = try LedgerStatements.head.decodeFirst(rows) else { return .done(nil) }
+            self.head = head
+            guard let last = head.lastKnownFrom, last <= instant.millisecondsSince1970 else {
+                phase = .candidatesAt
+                return .fetch(LedgerStatements.candidatesKnownAt.fetch(keyValues + [at]))
+            }
+            phase = .candidates
+            return .fetch(LedgerStatements.candidates.fetch(keyValues))
+        case .candidatesAt:
+            let candidates = try self.candidates(LedgerStatements.candidatesKnownAt.decode(rows))
+            guard Self.candidatesSuffice(candidates) else { return allCopies() }
+            copies = candidates.map(\.copy)
+            phase = .lastTransactionAt
+            return .fetch(LedgerStatements.lastTransactionCopyKnownAt.fetch(keyValues + [at]))
+        case .lastTransactionAt:
+            if let row = try LedgerStatements.lastTransactionCopyKnownAt.decodeFirst(rows),
+               !hasCopy(row.transactionId, knownFrom: row.knownFrom) {
+                copies.append(try copy(row.json, .transaction))
+            }
+            phase = .lastRenewalInfo
+            return .fetch(LedgerStatements.lastRenewalInfoKnownAt.fetch(LedgerStatements.renewalKey(key) + [at]))
+        case .candidates:
+            let candidates = try self.candidates(LedgerStatements.candidates.decode(rows))
+            guard Self.candidatesSuffice(candidates) else { return allCopies() }
+            copies = candidates.map(\.copy)
+            if let last = head.lastTransaction, !hasCopy(last.transactionId, knownFrom: last.knownFrom) {
+                if let stored = written.transaction(last.transactionId, knownFrom: last.knownFrom, of: key) {
+                    copies.append(stored)
+                    return lastRenewalInfo()
+                }
+                phase = .lastTransaction
+                return .fetch(LedgerStatements.transactionCopy.fetch(keyValues + [.text(last.transactionId), .integer(last.knownFrom)]))
+            }
+            return lastRenewalInfo()
+        case .lastTransaction:
+            copies += try LedgerStatements.transactionCopy.decode(rows).map { try copy($0, .transaction) }
+            return lastRenewalInfo()
+        case .lastRenewalInfo:
+            // One query or the other, both reading one column of copies.
+            copies += try LedgerStatements.renewalInfoCopy.decode(rows).map { try copy($0, .renewalInfo) }
+            return .done(evaluate())
+        case .allTransactions:
+            copies = try LedgerStatements.transactionCopiesKnownAt.decode(rows).map { try copy($0, .transaction) }
+            phase = .allRenewalInfos
+            return .fetch(LedgerStatements.renewalInfoCopiesKnownAt.fetch(LedgerStatements.renewalKey(key) + [at]))
+        case .allRenewalInfos:
+            copies += try LedgerStatements.renewalInfoCopiesKnownAt.decode(rows).map { try copy($0, .renewalInfo) }
+            return .done(evaluate())
+        }
+    }
+
+    /// A transaction's latest copy, ranked as ``LedgerStatements/candidates`` sorts them.
+    private struct Candidate {
+        var copy: LedgerCopy
+        var rank: (isUpgraded: Int64, purchase: Int64, expires: Int64)
+    }
+
+    /// Whether the top-ranked candidates read decide the state: fewer than the limit were read
+    /// (there are no more), or the last one read ranks below the first (so does every one not
+    /// read).
+    private static func candidatesSuffice(_ candidates: [Candidate]) -> Bool {
+        guard candidates.count == LedgerStatements.candidateLimit, let first = candidates.first, let last = candidates.last else {
+            return true
+        }
+        return first.rank != last.rank
+    }
+
+    private func copy(_ json: String, _ kind: LedgerCopy.Kind) throws -> LedgerCopy {
+        try LedgerStatements.copy(json, kind: kind, of: key.originalTransactionId)
+    }
+
+    /// Whether the copies read so far hold the copy of this transaction signed at `knownFrom`.
+    private func hasCopy(_ transactionId: String, knownFrom: Int64) -> Bool {
+        copies.contains { $0.transactionId == transactionId && $0.knownFrom.millisecondsSince1970 == knownFrom }
+    }
+
+    /// Candidates from their rows; a copy this transaction stored is taken from ``written``.
+    private func candidates(_ rows: [LedgerStatements.CandidateRow]) throws -> [Candidate] {
+        try rows.map { row in
+            Candidate(
+                copy: try written.transaction(row.transactionId, knownFrom: row.knownFrom, of: key) ?? copy(row.json, .transaction),
+                rank: row.rank)
+        }
+    }
+
+    private mutating func lastRenewalInfo() -> RowStep<SubscriptionState?> {
+        guard let knownFrom = head.lastRenewalInfo else { return .done(evaluate()) }
+        if let stored = written.renewalInfo(of: key, knownFrom: knownFrom) {
+            copies.append(stored)
+            return .done(evaluate())
+        }
+        phase = .lastRenewalInfo
+        return .fetch(LedgerStatements.renewalInfoCopy.fetch(LedgerStatements.renewalKey(key) + [.integer(knownFrom)]))
+    }
+
+    private mutating func allCopies() -> RowStep<SubscriptionState?> {
+        phase = .allTransactions
+        return .fetch(LedgerStatements.transactionCopiesKnownAt.fetch(
+            LedgerStatements.key(key) + [.integer(instant.millisecondsSince1970)]))
+    }
+
+    private func evaluate() -> SubscriptionState? {
+        var ledger = EntitlementLedger()
+        for copy in copies { ledger.insert(copy) }
+        return ledger.state(for: key, at: instant)
+    }
+}

@@ -1,0 +1,214 @@
+import ReceiptKit
+
+/// Recording one verified input, in the transaction that commits it: the whole write path of a
+/// notification or a purchase, once for both databases.
+///
+/// 1. An input of items Apple signed anew that only repeats what is stored is not stored: the
+///    later signing is remembered in the copies' rows (``Repeating``) and its customers linked.
+/// 2. Its JWS headers are looked up (or stored) once each (``RawCompaction``), and the input
+///    stored under its dedup key — or nothing, for a replay.
+/// 3. A new input is listed under each key it touches, each key's row made sure of and (on
+///    PostgreSQL) locked in key order, and its ledger copies folded in (``Folding``).
+/// 4. Its customers are linked, new input or replay.
+/// 5. For a new input, the feed's events, outbox rows and derived records (``Derivation``).
+struct Recording: RowSteps, Sendable {
+    /// What recording did: whether the input was new, what it wrote to the feed, and the JWS
+    /// headers it looked up or stored that the directory did not know (remembered once the
+    /// transaction has committed).
+    struct Result: Sendable {
+        var isNew = false
+        var commit = FeedCommit()
+        var headers: [(segment: [UInt8], header: RawCompaction.Header)] = []
+    }
+
+    let input: VerifiedInput
+    let dialect: SQLDialect
+    let targets: OutboxTargets
+    let directory: HeaderDirectory
+    private var phase = Phase.start
+    private var result = Result()
+    /// The headers of ``VerifiedInput/headerSegments`` found so far, in order.
+    private var referenced: [RawCompaction.Header] = []
+    private var written = WrittenCopies()
+
+    private enum Phase {
+        case start
+        case lockingForRepeats(Int)
+        case repeating(Repeating)
+        case header(Int, HeaderLookup)
+        case inserted
+        case locking(Int)
+        case folding(Int, Folding)
+        case linked
+        case deriving(Derivation)
+        case finished
+    }
+
+    /// Where the lookup of a header segment not in the directory stands.
+    private enum HeaderLookup {
+        case start, selected, inserted, selectedAgain
+    }
+
+    init(_ input: VerifiedInput, dialect: SQLDialect, targets: OutboxTargets, directory: HeaderDirectory) {
+        self.input = input
+        self.dialect = dialect
+        self.targets = targets
+        self.directory = directory
+    }
+
+    mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<Result> {
+        var rows = rows
+        while true {
+            switch phase {
+            case .start:
+                phase = input.skipsRepeats ? .lockingForRepeats(0) : .header(0, .start)
+
+            case .lockingForRepeats(let index):
+                // Its keys' rows locked first, in key order, as a new input locks them, so that
+                // another server folding into them waits.
+                if dialect.locksRows, index < input.orderedKeys.count {
+                    phase = .lockingForRepeats(index + 1)
+                    return .fetch(LedgerStatements.lockSubscription.fetch(LedgerStatements.key(input.orderedKeys[index])))
+                }
+                phase = .repeating(Repeating(input))
+                rows = []
+
+            case .repeating(var repeating):
+                switch try repeating.nested(rows, in: Result.self) {
+                case .io(let io):
+                    phase = .repeating(repeating)
+                    return io
+                case .done(let writes?):
+                    phase = .finished
+                    return .write(writes + linkWrites())
+                case .done(nil):
+                    phase = .header(0, .start)
+                    rows = []
+                }
+
+            case .header(let index, let lookup):
+                guard index < input.headerSegments.count else { return insertInput() }
+                let segment = input.headerSegments[index]
+                let text = String(decoding: segment, as: UTF8.self)
+                switch lookup {
+                case .start:
+                    if let header = directory.header(for: segment) {
+                        referenced.append(header)
+                        phase = .header(index + 1, .start)
+                        continue
+                    }
+                    phase = .header(index, .selected)
+                    return .fetch(InputStatements.headerId.fetch([.text(text)]))
+                case .selected, .inserted, .selectedAgain:
+                    if let id = try InputStatements.headerId.decodeFirst(rows) {
+                        let header = RawCompaction.Header(id: id, segment: segment)
+                        referenced.append(header)
+                        result.headers.append((segment, header))
+                        phase = .header(index + 1, .start)
+                        rows = []
+                        continue
+                    }
+                    switch lookup {
+                    case .selected:
+                        phase = .header(index, .inserted)
+                        return .insert(StoreWrite(InputStatements.insertHeader, [.text(text)]))
+                    case .inserted:
+                        // Another transaction stored it first (PostgreSQL waited for it): read it.
+                        phase = .header(index, .selectedAgain)
+                        return .fetch(InputStatements.headerId.fetch([.text(text)]))
+                    default:
+                        throw StoreError("a JWS header was neither inserted nor found")
+                    }
+                }
+
+            case .inserted:
+                guard let id = rows.first?.first, case .integer(let inputId) = id else {
+                    // A replay: it changes no state, but its customers are linked.
+                    phase = .finished
+                    return .write(linkWrites())
+                }
+                result.isNew = true
+                phase = .locking(0)
+                return .write(keyWrites(inputId: inputId))
+
+            case .locking(let index):
+                // The key rows, each locked (`FOR UPDATE`) in key order: two inputs folding into
+                // one key, on any servers, take turns, and never deadlock.
+                if dialect.locksRows, index < input.orderedKeys.count {
+                    phase = .locking(index + 1)
+                    return .fetch(LedgerStatements.lockSubscription.fetch(LedgerStatements.key(input.orderedKeys[index])))
+                }
+                guard let first = input.copies.first else {
+                    phase = .linked
+                    return .write(linkWrites())
+                }
+                phase = .folding(0, Folding(first))
+                rows = []
+
+            case .folding(let index, var folding):
+                switch try folding.nested(rows, in: Result.self) {
+                case .io(let io):
+                    phase = .folding(index, folding)
+                    return io
+                case .done(let folded):
+                    written.add(input.copies[index], folded)
+                    let next = index + 1
+                    phase = next < input.copies.count ? .folding(next, Folding(input.copies[next])) : .linked
+                    let writes = next < input.copies.count ? folded.writes : folded.writes + linkWrites()
+                    if writes.isEmpty {
+                        rows = []
+                        continue
+                    }
+                    return .write(writes)
+                }
+
+            case .linked:
+                // Last: the feed's counter, which the derivation takes only when there are events,
+                // stays locked until the commit.
+                phase = .deriving(Derivation(input, targets: targets, written: written))
+                rows = []
+
+            case .deriving(var derivation):
+                switch try derivation.nested(rows, in: Result.self) {
+                case .io(let io):
+                    phase = .deriving(derivation)
+                    return io
+                case .done(let derived):
+                    result.commit = derived.commit
+                    phase = .finished
+                    return .write(derived.writes)
+                }
+
+            case .finished:
+                return .done(result)
+            }
+        }
+    }
+
+    /// Stores the input, its raw bytes with their headers replaced by references when it carries
+    /// any.
+    private mutating func insertInput() -> RowStep<Result> {
+        let compacted = RawCompaction.compact(input.raw, headers: referenced)
+        let encoding = compacted == nil ? RawEncoding.verbatim : .headerReferences
+        phase = .inserted
+        return .insert(StoreWrite(InputStatements.insert, [
+            .text(input.dedupKey), .text(input.kind), .bytes(compacted ?? input.raw), .integer(Int64(encoding.rawValue)),
+            .text(input.record), .integer(input.receivedAt), .text(input.cause.source.rawValue),
+        ]))
+    }
+
+    /// The writes that record a new input's keys: each is listed under it and gets its row.
+    private func keyWrites(inputId: Int64) -> [StoreWrite] {
+        input.orderedKeys.flatMap { key in
+            [StoreWrite(InputStatements.insertInputKey, LedgerStatements.key(key) + [.integer(inputId)])]
+                + LedgerStatements.subscriptionWrites(key, copies: input.copies, receivedAt: input.receivedAt)
+        }
+    }
+
+    /// The writes that link the input's customers, new input or replay.
+    private func linkWrites() -> [StoreWrite] {
+        input.orderedLinks.map { link in
+            StoreWrite(LedgerStatements.insertLink, [.text(link.customerId)] + LedgerStatements.key(link.key) + [.integer(input.receivedAt)])
+        }
+    }
+}

@@ -1,0 +1,50 @@
+package import ReceiptKit
+
+/// The feed: its events, and the sweep that writes those time alone causes.
+extension Store {
+    /// The feed's events with an id greater than `after`, oldest first, at most `limit`.
+    package func events(after: Int64, limit: Int) async throws -> [StoredFeedEvent] {
+        try await backend.rows(FeedStatements.eventsAfter, [.integer(after), .integer(Int64(limit))])
+    }
+
+    /// The events of the keys linked to a customer with an id greater than `after`, oldest first,
+    /// at most `limit`.
+    package func events(customerId: String, after: Int64, limit: Int) async throws -> [StoredFeedEvent] {
+        try await backend.rows(FeedStatements.customerEventsAfter, [.text(customerId), .integer(after), .integer(Int64(limit))])
+    }
+
+    /// Writes the events time alone caused: each key whose `next_change_at` has passed by `now`
+    /// (at most `limit` of them, soonest first) is evaluated at each instant its state may have
+    /// changed, up to `now`, in a transaction of its own (``Sweeping``). A key another server's
+    /// sweep or an input holds is skipped (PostgreSQL): that one derives it.
+    ///
+    /// - Returns: How many keys were due, and how many events were written.
+    package func sweep(now: Timestamp, limit: Int) async throws -> SweepReport {
+        let due = try await backend.rows(FeedStatements.dueKeys, [.integer(now.millisecondsSince1970), .integer(Int64(limit))])
+        var report = SweepReport(due: due.count)
+        for key in due {
+            let swept = try await backend.write(Sweeping(key: key, now: now, targets: feed.targets))
+            report.swept += swept.swept ? 1 : 0
+            report.events += swept.commit.eventTypes.count
+            feed.tell(swept.commit)
+        }
+        return report
+    }
+}
+
+/// What one ``Store/sweep(now:limit:)`` did.
+package struct SweepReport: Sendable, Hashable {
+    /// Keys whose `next_change_at` had passed.
+    package var due = 0
+    /// Of those, the keys this sweep derived (not taken by another server, not moved on since).
+    package var swept = 0
+    /// Events written.
+    package var events = 0
+
+    /// Creates a report.
+    package init(due: Int = 0, swept: Int = 0, events: Int = 0) {
+        self.due = due
+        self.swept = swept
+        self.events = events
+    }
+}

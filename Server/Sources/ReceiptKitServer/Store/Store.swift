@@ -1,0 +1,110 @@
+package import Logging
+package import PostgresNIO
+import ReceiptKit
+
+/// Where verified inputs, the state derived from them, the feed, the outbox and the links between
+/// customers and subscriptions are kept: one store, written once over the one seam where SQLite
+/// and PostgreSQL differ (``StoreBackend``), with the same schema and migrations (``Schema``).
+///
+/// Every method that writes runs one database transaction and returns only once it has
+/// committed: a route answers 200 only after that. Its operations are grouped by feature in the
+/// `Store+…` files beside this one; their statements are in `Statements/`, the logic of the
+/// longer ones in `Steps/`.
+package final class Store: Sendable {
+    let backend: any StoreBackend
+    /// Where the feed's events go, and whom to tell what each commit wrote.
+    let feed: FeedSettings
+    /// The JWS headers committed so far, with their ids.
+    let headers = HeaderDirectory()
+    /// The PostgreSQL client, which must run (as a service) for as long as the store is used;
+    /// `nil` for SQLite.
+    package let postgresClient: PostgresClient?
+
+    /// Opens (or creates) a SQLite database file.
+    ///
+    /// - Throws: ``StoreError`` when the file cannot be opened as a database.
+    package init(sqlitePath path: String, feed: FeedSettings = FeedSettings()) throws {
+        backend = try SQLiteBackend(path: path)
+        self.feed = feed
+        postgresClient = nil
+    }
+
+    /// Creates a store in PostgreSQL and its client (not yet running: run ``postgresClient``).
+    ///
+    /// - Parameters:
+    ///   - location: The server and database.
+    ///   - searchPath: A schema to use instead of the role's default (`search_path`), if any.
+    ///   - logger: Where the client logs.
+    ///   - feed: Where the feed's events go, and whom to tell what each commit wrote.
+    package init(postgres location: PostgresLocation, searchPath: String? = nil, logger: Logger, feed: FeedSettings = FeedSettings()) {
+        let backend = PostgresBackend(location: location, searchPath: searchPath, logger: logger)
+        self.backend = backend
+        self.feed = feed
+        postgresClient = backend.client
+    }
+
+    /// The store a configuration names.
+    package convenience init(
+        _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String? = nil, feed: FeedSettings = FeedSettings()
+    ) throws {
+        switch database {
+        case .sqlite(let path): try self.init(sqlitePath: path, feed: feed)
+        case .postgres(let location): self.init(postgres: location, searchPath: postgresSearchPath, logger: logger, feed: feed)
+        }
+    }
+
+    /// Runs `body` with the store usable: for PostgreSQL, its client running beside it (a command
+    /// outside the server's service group: `sync`, `backup`, the tests).
+    package func whileRunning<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        guard let client = postgresClient else { return try await body() }
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await body()
+        }
+    }
+
+    /// Applies the migrations not yet applied. Safe to call from several servers at once.
+    package func migrate() async throws {
+        try await migrate(through: nil)
+    }
+
+    /// Applies the migrations not yet applied, up to and including the one with this id (all of
+    /// them when `nil`): the tests make a database as an older server left it.
+    package func migrate(through lastId: String?) async throws {
+        try await backend.migrate(try Schema.migrations(through: lastId))
+    }
+
+    /// Throws unless the database accepts a write now (``StoreBackend/ping()``). A read can
+    /// succeed while every write waits — SQLite in WAL mode under another connection's write
+    /// lock, a PostgreSQL table locked by a migration — and a webhook that cannot write must not
+    /// look ready.
+    package func ping() async throws {
+        try await backend.ping()
+    }
+
+    /// Closes the database (SQLite) or does nothing (PostgreSQL, whose client is a service).
+    package func close() async throws {
+        try await backend.close()
+    }
+
+    /// The SQLite writer's `PRAGMA synchronous` (2 is `FULL`: every commit is synced before it
+    /// returns); `nil` on PostgreSQL.
+    package func synchronousLevel() async throws -> Int? {
+        try await (backend as? SQLiteBackend)?.synchronousLevel()
+    }
+}
+
+/// The database failed: the route answers 503 so that Apple (or the backend) retries. Its
+/// description is for the log only, never for an answer.
+public struct StoreError: Error, CustomStringConvertible {
+    /// What failed, for the log.
+    public let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
