@@ -6,7 +6,7 @@ A client posts COUNT distinct genuine notifications (4 connections) to a server 
 third of them got 200, the server is killed with
 SIGKILL — only the process this script started — and started again, and the client goes on
 (answers lost to the crash are retried). Then:
-  1. every notification that got 200 is in the store (events.dedup_key);
+  1. every notification that got 200 is in the store (inputs.dedup_key);
   2. re-posting all of them gets 200 for each and leaves exactly one event per notification.
 Finally the server is stopped with SIGTERM and must exit 0 (graceful shutdown).
 
@@ -196,19 +196,19 @@ def main():
                 raise SystemExit("crash-test: the server was never killed")
             print(f"crash-test: {len(acknowledged)} notifications acknowledged across the crash", flush=True)
 
-            stored = {row[0] for row in store.query("SELECT dedup_key FROM events")}
+            stored = {row[0] for row in store.query("SELECT dedup_key FROM inputs")}
             missing = [uuid for uuid in acknowledged if f"notification:{uuid}" not in stored]
             if missing:
                 raise SystemExit(f"crash-test: FAILED: {len(missing)} acknowledged notifications are not stored, e.g. {missing[:3]}")
-            print(f"crash-test: every acknowledged notification is stored ({len(stored)} events)", flush=True)
+            print(f"crash-test: every acknowledged notification is stored ({len(stored)} inputs)", flush=True)
 
             with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
                 statuses = list(pool.map(lambda item: post(server.port, item[0]), notifications))
             if any(status != 200 for status in statuses):
                 raise SystemExit(f"crash-test: FAILED: re-posting got {sorted(set(map(str, statuses)))}")
-            [(total, distinct)] = store.query("SELECT COUNT(*), COUNT(DISTINCT dedup_key) FROM events")
+            [(total, distinct)] = store.query("SELECT COUNT(*), COUNT(DISTINCT dedup_key) FROM inputs")
             if int(total) != args.count or int(distinct) != args.count:
-                raise SystemExit(f"crash-test: FAILED: after re-posting all, {total} events ({distinct} distinct) for {args.count} notifications")
+                raise SystemExit(f"crash-test: FAILED: after re-posting all, {total} inputs ({distinct} distinct) for {args.count} notifications")
             print(f"crash-test: re-posted all {args.count}: exactly one event each", flush=True)
 
             code = server.terminate()
