@@ -3,7 +3,7 @@ import Testing
 
 /// ReceiptKit's own test data, `TestVectors/` at the repository's root (see its README).
 enum Vectors {
-    /// The repository's root: this file is `Server/Tests/ReceiptKitServerTests/Support/Vectors.swift`.
+    /// The repository's root: this file is `Server/Tests/ReceiptKitServerTests/Harness/Vectors.swift`.
     static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
