@@ -133,6 +133,6 @@ func makeAppleSync(
             retry: settings.retry),
         verifier: verifier, clock: clock)
     return AppleSync(
-        client: client, store: store, metrics: metrics, logger: logger, bundleId: bundleId,
+        client: client, ingestion: Ingestion(verifier: verifier, store: store, metrics: metrics), metrics: metrics, logger: logger, bundleId: bundleId,
         environmentName: appStoreEnvironment.rawValue)
 }

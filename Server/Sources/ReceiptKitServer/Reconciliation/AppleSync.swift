@@ -6,13 +6,13 @@ import ReceiptKit
 
 /// Fetches what Apple has for a customer (Get Transaction History v2, every page, and Get All
 /// Subscription Statuses) and stores it through the one path every input takes: each item the
-/// client verified becomes a ``VerificationRecord``, then an event (``Events``), then
-/// ``EntitlementStore/record(_:)`` — so an item the service already holds is a replay and changes
-/// nothing. An item that failed verification is never stored: it is counted
+/// client verified becomes a ``VerificationRecord``, recorded by ``Ingestion`` — so an item the
+/// service already holds is a replay and changes nothing. An item that failed verification is never stored: it is counted
 /// (`receiptkit_reconcile_rejected_total{code}`) and logged with its code.
 struct AppleSync: Sendable {
     let client: AppStoreServerAPIClient
-    let store: Store
+    /// Where what Apple answers goes: recorded as every input is.
+    let ingestion: Ingestion
     let metrics: ServerMetrics
     let logger: Logger
     let bundleId: String
@@ -34,7 +34,7 @@ struct AppleSync: Sendable {
 
     /// What storing a fetch did.
     struct Stored: Sendable {
-        /// Events stored for the first time.
+        /// Inputs stored for the first time.
         var new = 0
         /// Items already stored: replays, and copies Apple signed again that say nothing new.
         var replays = 0
@@ -102,7 +102,8 @@ struct AppleSync: Sendable {
     /// - Returns: What was stored.
     func sync(originalTransactionId: String, customerId: String?, receivedAt: Timestamp) async throws -> Stored {
         let key = SubscriptionKey(bundleId: bundleId, environment: environmentName, originalTransactionId: originalTransactionId)
-        let revision = try await read { try await store.historyRevision(of: key) }
+        let database = ingestion.store
+        let revision = try await database.run { try await database.historyRevision(of: key) }
         let fetched = try await fetch(transactionId: originalTransactionId, revision: revision)
         let stored = try await store(fetched, customerId: customerId, receivedAt: receivedAt)
         try await remember(fetched, keys: stored.keys.union([key]), at: receivedAt)
@@ -114,26 +115,14 @@ struct AppleSync: Sendable {
     func remember(_ fetched: Fetched, keys: Set<SubscriptionKey>, at instant: Timestamp) async throws {
         guard let next = fetched.revision, fetched.rejected.isEmpty, !keys.isEmpty else { return }
         let keys = Array(keys)
-        try await read { try await store.setHistoryRevision(next, for: keys, at: instant.millisecondsSince1970) }
+        let database = ingestion.store
+        try await database.run { try await database.setHistoryRevision(next, for: keys, at: instant.millisecondsSince1970) }
     }
 
-    /// Reads (or writes a little) outside an event; a database failure is a ``StoreError`` (503).
-    func read<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        do {
-            return try await abandoningOnCancel(body)
-        } catch let error as CancellationError {
-            throw error
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError(String(describing: error))
-        }
-    }
-
-    /// Stores every verified item of a fetch, each as its own event, linking its keys to
+    /// Stores every verified item of a fetch, each as its own input, linking its keys to
     /// `customerId` (and to each transaction's `appAccountToken`, as every input is linked). An
     /// item that only repeats the stored copy of its transaction or renewal info, signed again
-    /// (``VerifiedInput/skipsRepeats``), is not a new event: it counts as a replay.
+    /// (``VerifiedInput/skipsRepeats``), is not a new input: it counts as a replay.
     func store(_ fetched: Fetched, customerId: String?, receivedAt: Timestamp) async throws -> Stored {
         var stored = Stored()
         var records: [(VerificationRecord, [UInt8], String?)] = fetched.transactions.map {
@@ -141,13 +130,12 @@ struct AppleSync: Sendable {
         }
         records += fetched.renewalInfos.map { (VerificationRecord($0.verified), Array($0.jws.utf8), nil) }
         for (record, raw, transactionId) in records {
-            var input = try VerifiedInput(
-                record: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt, source: .reconcile)
-            // Apple signs every answer anew: a copy that only repeats the stored one is not a new event.
-            input.skipsRepeats = true
-            if try await write(input) { stored.new += 1 } else { stored.replays += 1 }
-            stored.keys.formUnion(input.keys)
-            if let transactionId { stored.records[transactionId] = input.record }
+            // Apple signs every answer anew: a copy that only repeats the stored one is not new.
+            let recorded = try await ingestion.record(
+                record, raw: raw, customerId: customerId, receivedAt: receivedAt, source: .reconcile, skipsRepeats: true)
+            if recorded.isNew { stored.new += 1 } else { stored.replays += 1 }
+            stored.keys.formUnion(recorded.input.keys)
+            if let transactionId { stored.records[transactionId] = recorded.input.record }
         }
         return stored
     }
@@ -185,19 +173,6 @@ struct AppleSync: Sendable {
     static func checkTransactionId(_ id: String, name: String = "transaction_id") throws(APIError) {
         guard !id.isEmpty, id.utf8.count <= 64, id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
             throw APIError.invalidRequest("\(name) must be an App Store transaction id: 1 to 64 decimal digits")
-        }
-    }
-
-    /// Stores one event; a database failure is a ``StoreError`` (503).
-    func write(_ event: VerifiedInput) async throws -> Bool {
-        do {
-            return try await abandoningOnCancel { try await store.record(event) }
-        } catch let error as CancellationError {
-            throw error
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError(String(describing: error))
         }
     }
 

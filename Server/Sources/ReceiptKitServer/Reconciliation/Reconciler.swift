@@ -52,10 +52,10 @@ struct Reconciler: Sendable {
     ///
     /// - Throws: ``APIError`` when Apple fails (the cursor stays), ``StoreError`` when the database does.
     func run(since: Timestamp?, now: Timestamp) async throws -> Outcome {
-        let store = sync.store
+        let store = sync.ingestion.store
         let owner = self.owner
         let ran = try await store.withReconcileLock { () async throws -> Report in
-            try await sync.read { try await store.claimReconcileCursor(owner: owner) }
+            try await store.run { try await store.claimReconcileCursor(owner: owner) }
             // Given up even when the run was cancelled (a request's timeout, a shutdown): in a
             // task of its own, which the caller's cancellation does not reach.
             let release = { @Sendable in _ = await Task { try? await store.releaseReconcileCursor(owner: owner) }.value }
@@ -72,10 +72,10 @@ struct Reconciler: Sendable {
     }
 
     private func window(since: Timestamp?, now: Timestamp) async throws -> Report {
-        let store = sync.store
+        let store = sync.ingestion.store
         let owner = self.owner
         let nowMs = now.millisecondsSince1970
-        let cursor = try await sync.read { try await store.reconcileCursor() }
+        let cursor = try await store.run { try await store.reconcileCursor() }
         if let cursor { sync.metrics.reconcileLag(seconds: Double(max(0, nowMs - cursor)) / 1000) }
         let start = max(since?.millisecondsSince1970 ?? cursor.map { $0 - overlap } ?? (nowMs - firstWindow), nowMs - horizon)
         var report = Report(start: Timestamp(millisecondsSince1970: start), end: now)
@@ -92,10 +92,9 @@ struct Reconciler: Sendable {
                 let signedPayload = item.notification.signedPayload
                 let raw = Array(#"{"signedPayload":"\#(signedPayload)"}"#.utf8)
                 let record = VerificationRecord(item.notification.verified)
-                let event = try VerifiedInput(
-                    record: record, raw: raw, bundleId: sync.bundleId, customerId: nil, receivedAt: now, source: .reconcile)
+                let recorded = try await sync.ingestion.record(record, raw: raw, customerId: nil, receivedAt: now, source: .reconcile)
                 report.notifications += 1
-                if try await sync.write(event) {
+                if recorded.isNew {
                     report.recovered += 1
                     sync.metrics.notification(type: record.notification?.rawNotificationType ?? "-")
                 }
@@ -108,12 +107,12 @@ struct Reconciler: Sendable {
                     metadata: ["field": "\(item.field)", "code": "\(item.error.code.rawValue)", "reason": "\(item.error.message)"])
             }
             // Still ours? (Moving the cursor to the window's start leaves it where it is.)
-            guard try await sync.read({ try await store.advanceReconcileCursor(to: start, owner: owner) })
+            guard try await store.run({ try await store.advanceReconcileCursor(to: start, owner: owner) })
             else { throw APIError(.conflict, "reconcile_taken_over", "another server's run took the reconcile cursor over; this run stopped") }
             guard page.hasMore, let next = page.paginationToken, seen.insert(next).inserted else { break }
             token = next
         }
-        guard try await sync.read({ try await store.advanceReconcileCursor(to: nowMs, owner: owner) })
+        guard try await store.run({ try await store.advanceReconcileCursor(to: nowMs, owner: owner) })
         else { throw APIError(.conflict, "reconcile_taken_over", "another server's run took the reconcile cursor over; this run stopped") }
         sync.metrics.reconcileRecovered(report.recovered)
         sync.metrics.reconcileLag(seconds: 0)

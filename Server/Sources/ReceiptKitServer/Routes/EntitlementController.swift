@@ -19,7 +19,7 @@ struct EntitlementController {
         group.get("customers/{customer_id}/entitlements") { request, context in
             let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
             let instant = try environment.instant(request)
-            return Response.json(try await environment.entitlementsJSON(customerId: customerId, at: instant).text)
+            return try Response.json(try await environment.entitlements(customerId: customerId, at: instant))
         }
         group.get("subscriptions/{original_transaction_id}") { request, context in
             let id = try RouteEnvironment.pathParameter("original_transaction_id", in: context)

@@ -47,7 +47,7 @@ struct ReconcileController {
                 synced.formUnion(stored.keys.map(\.originalTransactionId))
                 synced.insert(key.originalTransactionId)
             }
-            return Response.json(try await environment.entitlementsJSON(customerId: customerId, at: now).text)
+            return try Response.json(try await environment.entitlements(customerId: customerId, at: now))
         }
         group.post("reconcile") { request, _ in
             guard let reconciler else { throw AppleSync.notConfigured }

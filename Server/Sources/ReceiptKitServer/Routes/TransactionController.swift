@@ -32,35 +32,29 @@ struct TransactionController {
             }
             return try await purchase(transactionId: transactionId, customerId: fields.customerId, context: context)
         }
-        let outcome: VerificationOutcome
+        let purchase: Ingestion.Purchase
         switch (fields.signedTransaction, fields.receiptData) {
         case (.some, .some):
             throw APIError.invalidRequest("the body has both signed_transaction and receipt_data; send one")
         case (let jws?, nil):
-            do {
-                outcome = .verified(try environment.verifier.verify(jws, as: .transaction))
-            } catch let error as ReceiptKitError {
-                outcome = .rejected(error)
-            }
+            purchase = .signedTransaction(jws)
         case (nil, let base64?):
-            outcome = environment.verifier.verify(input: Array(base64.utf8), as: .receipt)
+            purchase = .receipt(base64)
         case (nil, nil):
             throw APIError.invalidRequest("the body has none of signed_transaction, receipt_data and transaction_id")
         }
-        let record = try environment.verified(outcome, context: context)
-        let token = record.transactions.lazy.compactMap(\.appAccountToken).first { !$0.isEmpty }
-        guard let customer = fields.customerId ?? token else {
-            throw APIError.invalidRequest(
-                "customer_id is required: the purchase carries no appAccountToken to link it to")
+        let now = environment.now
+        let (recorded, customer): (Ingestion.Recorded, String)
+        do {
+            (recorded, customer) = try await environment.ingestion.purchase(
+                purchase, raw: body, customerId: fields.customerId, receivedAt: now)
+        } catch let rejected as Ingestion.Rejected {
+            throw RouteEnvironment.refused(rejected, context: context)
         }
-        let event = try VerifiedInput(
-            record: record, raw: body, bundleId: environment.bundleId, customerId: customer, receivedAt: environment.now, source: .app)
-        let isNew = try await environment.store(event, context: context)
-        let entitlements = try await environment.entitlementsJSON(customerId: customer, at: environment.now)
-        var json = entitlements
-        json.member("duplicate", !isNew)
-        json.member("record", json: event.record)
-        return .json(json.text)
+        RouteEnvironment.accepted(recorded, context: context)
+        return try .json(PurchaseAnswer(
+            entitlements: try await environment.entitlements(customerId: customer, at: environment.now), duplicate: !recorded.isNew,
+            record: RenderedJSON(recorded.input.record)))
     }
 
     /// A purchase reported by its id: the customer's history (every page) and statuses, from
@@ -91,12 +85,9 @@ struct TransactionController {
         // The whole history was read: a sync of these keys continues from here.
         try await apple.remember(fetched, keys: stored.keys, at: environment.now)
         context.notes.update { $0.verdict = "verified"; $0.duplicate = stored.new == 0 }
-        var json = try await environment.entitlementsJSON(customerId: customer, at: environment.now)
-        json.member("duplicate", stored.new == 0)
-        if let id = named?.verified.payload.transactionId, let record = stored.records[id] {
-            json.member("record", json: record)
-        }
-        return .json(json.text)
+        return try .json(PurchaseAnswer(
+            entitlements: try await environment.entitlements(customerId: customer, at: environment.now), duplicate: stored.new == 0,
+            record: named?.verified.payload.transactionId.flatMap { stored.records[$0] }.map(RenderedJSON.init)))
     }
 }
 
@@ -116,5 +107,24 @@ struct TransactionRequest: Decodable {
         case signedTransaction = "signed_transaction"
         case receiptData = "receipt_data"
         case transactionId = "transaction_id"
+    }
+}
+
+/// The answer to a purchase: the customer's entitlements now, whether nothing was new, and the
+/// record of the transaction named (left out when a purchase by id stored none of it).
+struct PurchaseAnswer: Encodable {
+    let entitlements: Entitlements
+    let duplicate: Bool
+    let record: RenderedJSON?
+
+    private enum CodingKeys: String, CodingKey {
+        case duplicate, record
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try entitlements.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(duplicate, forKey: .duplicate)
+        if let record { try container.encode(record, forKey: .record) }
     }
 }

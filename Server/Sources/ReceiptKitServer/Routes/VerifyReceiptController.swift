@@ -55,16 +55,14 @@ struct VerifyReceiptController {
             return .json(rendered)
         }
         environment.metrics.verification(result: "verified")
-        context.notes.update { $0.verdict = "verified" }
-        let event = try VerifiedInput(
-            record: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: now, source: .app)
-        _ = try await environment.store(event, context: context)
+        let recorded = try await environment.ingestion.record(record, raw: body, customerId: nil, receivedAt: now, source: .app)
+        RouteEnvironment.accepted(recorded, context: context)
 
-        let keys = VerifiedInput.keys(of: record, bundleId: environment.bundleId)
+        let keys = recorded.input.keys
         let store = environment.store
-        let events = try await environment.read { try await store.inputs(touching: keys) }
+        let inputs = try await environment.read { try await store.inputs(touching: keys) }
         let (latest, pending) = try VerifyReceiptHistory.render(
-            events: events, keys: Set(keys), excludeOldTransactions: excludeOldTransactions)
+            inputs: inputs, keys: Set(keys), excludeOldTransactions: excludeOldTransactions)
         var json = JSONObjectText(extending: rendered)
         json.member("latest_receipt_info", json: latest)
         json.member("pending_renewal_info", json: pending)

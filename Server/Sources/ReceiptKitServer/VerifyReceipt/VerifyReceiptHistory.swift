@@ -26,16 +26,16 @@ enum VerifyReceiptHistory {
     /// `/verifyReceipt` and `/v1/customers/{id}/entitlements` agree on the same records.
     ///
     /// - Parameters:
-    ///   - events: The stored events touching `keys`, in the order they were stored.
+    ///   - inputs: The stored inputs touching `keys`, in the order they were stored.
     ///   - keys: The receipt's keys; transactions and renewal infos of other keys are left out.
     ///   - excludeOldTransactions: The request's `exclude-old-transactions`: list only the latest
     ///     transaction of each auto-renewable subscription, as Apple did.
     /// - Returns: `latest_receipt_info` and `pending_renewal_info`, each a JSON array.
     /// - Throws: ``StoreError`` when a stored record does not decode (the store is damaged).
     static func render(
-        events: [StoredInput], keys: Set<SubscriptionKey>, excludeOldTransactions: Bool = false
+        inputs: [StoredInput], keys: Set<SubscriptionKey>, excludeOldTransactions: Bool = false
     ) throws -> (latest: String, pending: String) {
-        let (transactions, renewalInfos) = try winningCopies(of: events, keys: keys)
+        let (transactions, renewalInfos) = try winningCopies(of: inputs, keys: keys)
         var latest = transactions.sorted {
             let (lhs, rhs) = ($0.element.transaction, $1.element.transaction)
             return (lhs.purchaseDate?.millisecondsSince1970 ?? .min, lhs.transactionId ?? "")
