@@ -58,9 +58,13 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // HMAC-SHA256 of the webhooks' signatures (Delivery/WebhookSignature.swift).
                 "CReceiptKitServerOpenSSL",
+                "ServerSupport",
             ],
             swiftSettings: strictSettings
         ),
+        // What the server's targets share and nothing else needs: durations in units, hex,
+        // base64url — written once.
+        .target(name: "ServerSupport", swiftSettings: strictSettings),
         // libcrypto for the server: the webhooks' HMAC, as every cryptographic operation of the
         // project goes through OpenSSL.
         .systemLibrary(
@@ -85,6 +89,7 @@ let package = Package(
             name: "ReceiptKitServerTests",
             dependencies: [
                 "ReceiptKitServer",
+                "ServerSupport",
                 "CServerTestOpenSSL",
                 "AppStoreServerAPI",
                 "AppStoreServerAPIFake",
@@ -109,6 +114,7 @@ let package = Package(
             name: "AppStoreServerAPI",
             dependencies: [
                 .product(name: "ReceiptKit", package: "ReceiptKit"),
+                "ServerSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,4 +1,5 @@
 import Foundation
+import ServerSupport
 
 /// How the server tells backends what changed: how often time-caused changes are looked for,
 /// where events are sent and signed, where Apple's notifications are forwarded, and how the
@@ -47,7 +48,7 @@ public struct EventSettings: Sendable {
     /// Where the store writes outbox rows for.
     var targets: OutboxTargets {
         OutboxTargets(
-            webhookURL: webhookURL, forwardURLs: forwardURLs, retryWindowMilliseconds: DeliveryPolicy.milliseconds(retryWindow))
+            webhookURL: webhookURL, forwardURLs: forwardURLs, retryWindowMilliseconds: retryWindow.wholeMilliseconds)
     }
 
     /// The settings the environment names.

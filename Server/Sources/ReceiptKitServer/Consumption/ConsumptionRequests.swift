@@ -39,9 +39,10 @@ struct ConsumptionRequests: Sendable {
                 "Apple took an answer to this consumption request until \(Timestamp(millisecondsSince1970: pending.deadline).iso8601)")
         }
         try answer.validate(productType: pending.productType)
+        let body = try answer.appleJSON()
         let delivery = try await store.answerConsumption(ConsumptionAnswering(
-            source: .backend, notificationUUID: pending.notificationUUID, answer: answer.appleJSON,
-            row: Self.row(transactionId: transactionId, body: answer.appleJSON, now: now, deadline: pending.deadline)))
+            source: .backend, notificationUUID: pending.notificationUUID, answer: body,
+            row: Self.row(transactionId: transactionId, body: body, now: now, deadline: pending.deadline)))
         return (pending.deadline, delivery)
     }
 
@@ -60,7 +61,7 @@ struct ConsumptionRequests: Sendable {
         var answered = 0
         for request in try await store.consumptionRequestsDue(now: now, window: Self.defaultWindow) {
             guard (try? answer.validate(productType: request.productType)) != nil else { continue }
-            let body = answer.appleJSON
+            let body = try answer.appleJSON()
             let delivery = try await store.answerConsumption(ConsumptionAnswering(
                 source: .default, notificationUUID: request.notificationUUID, answer: body,
                 row: Self.row(transactionId: request.transactionId, body: body, now: now, deadline: request.deadline)))

@@ -3,15 +3,15 @@ import Hummingbird
 /// JSON text ReceiptKit rendered — a record, a state, Apple's verifyReceipt body — embedded whole
 /// in an answer: the one value an answer does not encode member by member, because ReceiptKit's
 /// rendering is the contract (`docs/output-schema.md`) and re-encoding it would cost a parse.
-struct RenderedJSON: Encodable, Sendable, Hashable {
+package struct RenderedJSON: Encodable, Sendable, Hashable {
     /// One JSON value, as ReceiptKit wrote it.
-    let text: String
+    package let text: String
 
-    init(_ text: String) {
+    package init(_ text: String) {
         self.text = text
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         // Only ``AnswerEncoder`` embeds it; any other encoder gets the text as a string.
         var container = encoder.singleValueContainer()
         try container.encode(text)
@@ -19,15 +19,17 @@ struct RenderedJSON: Encodable, Sendable, Hashable {
 }
 
 /// Writes an `Encodable` answer as JSON text, the way every answer of the server is written:
-/// members in the order they are encoded (a synthesized conformance encodes the stored
-/// properties in declaration order), an optional that is `nil` as `null` (the documented
-/// members are always present), ``RenderedJSON`` embedded as it is.
-enum AnswerEncoder {
+/// members named by their keys in snake_case (`oldestPendingSeconds` is `oldest_pending_seconds`,
+/// `notificationUUID` `notification_uuid`; a key in snake_case already is kept), in the order
+/// they are encoded (a synthesized conformance encodes the stored properties in declaration
+/// order), an optional that is `nil` as `null` (the documented members are always present), and
+/// ``RenderedJSON`` embedded as it is.
+package enum AnswerEncoder {
     /// The answer's JSON text.
     ///
     /// - Throws: `EncodingError` for a value JSON cannot hold (a non-finite number), or an
     ///   encoding that leaves a value empty.
-    static func encode(_ value: some Encodable) throws -> String {
+    package static func encode(_ value: some Encodable) throws -> String {
         let root = Box()
         try Encoding(box: root, codingPath: []).encodeValue(value)
         var text = ""
@@ -74,8 +76,27 @@ enum AnswerEncoder {
         }
     }
 
+    /// A key in snake_case: a word starts at each upper-case letter that follows a lower-case
+    /// letter or a digit, and at the last upper-case letter of a run followed by a lower-case one
+    /// (`rootSHA256` is `root_sha256`, `HTTPStatus` `http_status`).
+    package static func snakeCase(_ key: String) -> String {
+        let characters = Array(key)
+        var name = ""
+        for (index, character) in characters.enumerated() {
+            if character.isUppercase, index > 0 {
+                let previous = characters[index - 1]
+                let next = index + 1 < characters.count ? characters[index + 1] : nil
+                if previous.isLowercase || previous.isNumber || (previous.isUppercase && next?.isLowercase == true) {
+                    name.append("_")
+                }
+            }
+            name += character.lowercased()
+        }
+        return name
+    }
+
     /// A JSON string: quotes, backslashes and control characters escaped.
-    static func quoted(_ value: String) -> String {
+    package static func quoted(_ value: String) -> String {
         var text = "\""
         for scalar in value.unicodeScalars {
             switch scalar {
@@ -150,7 +171,7 @@ enum AnswerEncoder {
         private func child(_ key: Key) -> Box {
             let child = Box()
             if case .object(var members) = box.node {
-                members.append((key.stringValue, child))
+                members.append((AnswerEncoder.snakeCase(key.stringValue), child))
                 box.node = .object(members)
             }
             return child

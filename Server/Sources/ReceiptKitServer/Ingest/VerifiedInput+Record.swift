@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKit
+import ServerSupport
 
 /// Turns a verified record into the input the store keeps: its dedup key, the keys it touches,
 /// the customers it links, and the ledger copies it folds in (``EntitlementLedger/copies(of:)``).
@@ -76,7 +77,7 @@ extension VerifiedInput {
             }
         case .receipt:
             if let receipt = record.receipt {
-                let opaque = receipt.opaqueValue.map { String(format: "%02x", $0) }.joined()
+                let opaque = Hex.lowercase(receipt.opaqueValue)
                 return "receipt:\(receipt.receiptCreationDate.millisecondsSince1970):\(opaque)"
             }
         default:

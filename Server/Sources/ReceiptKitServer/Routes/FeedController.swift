@@ -23,7 +23,7 @@ struct FeedController {
             let (after, limit) = try Self.cursor(request)
             let store = environment.store
             let events = try await environment.read { try await store.events(after: after, limit: limit + 1) }
-            return Response.json(Self.page(events, after: after, limit: limit).text)
+            return try Response.json(EventPage(events, after: after, limit: limit))
         }
         group.get("customers/{customer_id}/events") { request, context in
             let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
@@ -32,9 +32,7 @@ struct FeedController {
             let events = try await environment.read {
                 try await store.events(customerId: customerId, after: after, limit: limit + 1)
             }
-            var json = JSONObjectText()
-            json.member("customer_id", customerId)
-            return Response.json(Self.page(events, after: after, limit: limit, into: json).text)
+            return try Response.json(EventPage(events, after: after, limit: limit, customerId: customerId))
         }
     }
 
@@ -56,17 +54,37 @@ struct FeedController {
         }
         return (after, limit)
     }
+}
+
+/// A page of the feed — everyone's, or a customer's (`customer_id` first) — oldest first, each
+/// event's JSON exactly as stored and delivered, with the cursor of the next page.
+struct EventPage: Encodable {
+    let customerId: String?
+    let events: [RenderedJSON]
+    let after: String
+    let hasMore: Bool
 
     /// The page of at most `limit` events of `events` (read with one more, to know whether there
     /// are more).
-    static func page(
-        _ events: [StoredFeedEvent], after: Int64, limit: Int, into json: JSONObjectText = JSONObjectText()
-    ) -> JSONObjectText {
+    init(_ events: [StoredFeedEvent], after: Int64, limit: Int, customerId: String? = nil) {
         let page = events.prefix(limit)
-        var json = json
-        json.member("events", jsonArray: page.map(\.json))
-        json.member("after", String(page.last?.id ?? after))
-        json.member("has_more", events.count > limit)
-        return json
+        self.customerId = customerId
+        self.events = page.map { RenderedJSON($0.json) }
+        self.after = String(page.last?.id ?? after)
+        hasMore = events.count > limit
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case events, after
+        case customerId = "customer_id"
+        case hasMore = "has_more"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        if let customerId { try container.encode(customerId, forKey: .customerId) }
+        try container.encode(events, forKey: .events)
+        try container.encode(after, forKey: .after)
+        try container.encode(hasMore, forKey: .hasMore)
     }
 }

@@ -68,15 +68,21 @@ struct ReconcileController {
                     .conflict, "reconcile_running", "another server is reconciling now; retry when it is done",
                     retryAfterSeconds: 30)
             case .ran(let report):
-                var json = JSONObjectText()
-                json.member("start", report.start.iso8601)
-                json.member("end", report.end.iso8601)
-                json.member("pages", report.pages)
-                json.member("notifications", report.notifications)
-                json.member("recovered", report.recovered)
-                json.member("rejected", report.rejected)
-                return Response.json(json.text)
+                return try Response.json(ReconcileAnswer(
+                    start: report.start.iso8601, end: report.end.iso8601, pages: report.pages, notifications: report.notifications,
+                    recovered: report.recovered, rejected: report.rejected))
             }
         }
     }
+}
+
+/// What one reconcile run read and recovered: its window, the pages of notification history, the
+/// notifications in them, those stored for the first time, and those that did not verify.
+struct ReconcileAnswer: Encodable {
+    let start: String
+    let end: String
+    let pages: Int
+    let notifications: Int
+    let recovered: Int
+    let rejected: Int
 }

@@ -100,7 +100,7 @@ struct Derivation: RowSteps, Sendable {
                 for var event in events {
                     id += 1
                     event.customerIds = customers[event.key] ?? []
-                    let json = event.json(id: id)
+                    let json = try event.json(id: id)
                     result.writes.append(FeedStatements.eventWrite(event, id: id, json: json, recordedAt: recordedAt))
                     result.commit.eventTypes.append(event.type.rawValue)
                     if let row = targets.webhookRow(eventId: id, json: json, key: event.key, at: recordedAt) {
