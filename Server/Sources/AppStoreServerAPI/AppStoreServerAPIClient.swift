@@ -1,6 +1,7 @@
 public import AsyncHTTPClient
 public import Foundation
 public import ReceiptKit
+import ServerSupport
 
 /// A client of Apple's App Store Server API (1.21) that verifies everything Apple answers.
 ///
@@ -480,10 +481,9 @@ public struct UUIDString: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Throws: ``AppStoreServerAPIError`` `invalid_request` when it is not.
     public init(_ text: String) throws {
-        let hex = Set("0123456789abcdef")
         let lower = text.lowercased()
         let groups = lower.split(separator: "-", omittingEmptySubsequences: false)
-        guard groups.map(\.count) == [8, 4, 4, 4, 12], groups.allSatisfy({ $0.allSatisfy(hex.contains) }) else {
+        guard groups.map(\.count) == [8, 4, 4, 4, 12], groups.allSatisfy({ Hex.isLowercase($0, count: $0.count) }) else {
             throw AppStoreServerAPIError(.invalidRequest, "'\(text)' is not a UUID")
         }
         self.value = lower

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import ReceiptKit
 import Synchronization
+import ServerSupport
 
 /// The HTTP methods the API uses.
 enum HTTPMethodName: String, Sendable {
@@ -123,8 +124,7 @@ struct Transport: Sendable {
     }
 
     static func seconds(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        return String(format: "%.3g", Double(seconds) + Double(attoseconds) / 1e18)
+        String(format: "%.3g", duration.inSeconds)
     }
 
     /// One failed attempt, with what decides whether to retry.
@@ -165,7 +165,7 @@ struct Transport: Sendable {
         do {
             // AsyncHTTPClient's own deadline ends when the head arrives: the race also bounds the body.
             (status, headers, body) = try await Self.within(timeout) { [httpClient, configuration, http] in
-                let response = try await httpClient.execute(http, timeout: .nanoseconds(Self.nanoseconds(timeout)))
+                let response = try await httpClient.execute(http, timeout: .nanoseconds(timeout.wholeNanoseconds))
                 var buffer = try await response.body.collect(upTo: configuration.maximumResponseSize)
                 return (Int(response.status.code), response.headers, buffer.readBytes(length: buffer.readableBytes) ?? [])
             }
@@ -232,7 +232,7 @@ struct Transport: Sendable {
             let wait = retryAfter(headers)
             return Failure(
                 kind: .rateLimited,
-                error: error(.rateLimited, "Apple's rate limit was reached (\(answer))", retryAfter: wait.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }),
+                error: error(.rateLimited, "Apple's rate limit was reached (\(answer))", retryAfter: wait.map(\.inSeconds)),
                 retryAfter: wait)
         case 500...599:
             return Failure(kind: .serverError, error: error(.serverError, "Apple's server failed (\(answer))"), retryAfter: nil)
@@ -258,10 +258,6 @@ struct Transport: Sendable {
         return .milliseconds(milliseconds)
     }
 
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
 
     /// The base URL, the percent-encoded path segments, and the query.
     func url(for request: Request) -> String {

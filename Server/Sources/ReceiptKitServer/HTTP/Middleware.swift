@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import ReceiptKit
+import ServerSupport
 
 /// The outermost middleware: turns every error into an ``APIError`` answer (so no stack trace,
 /// SQL or driver text reaches a client), bounds each request's time, writes the request's one
@@ -58,7 +59,7 @@ struct RequestLogMiddleware: RouterMiddleware {
         var metadata: Logger.Metadata = [
             "route": .string(route),
             "status": .stringConvertible(response.status.code),
-            "duration_ms": .string(String(format: "%.3f", Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)),
+            "duration_ms": .string(String(format: "%.3f", elapsed.inSeconds * 1000)),
         ]
         if let verdict = notes.verdict { metadata["verdict"] = .string(verdict) }
         if let type = notes.notificationType { metadata["notification_type"] = .string(type) }

@@ -3,6 +3,7 @@ import Foundation
 import Metrics
 import Prometheus
 import Synchronization
+import ServerSupport
 
 /// The server's metrics, through swift-metrics with a Prometheus registry of the application's
 /// own (not the process-wide `MetricsSystem`, so that several applications in one test process
@@ -52,7 +53,7 @@ final class ServerMetrics: Sendable {
         let timer = handle(in: timers, "receiptkit_http_request_duration_seconds", [("route", route)]) {
             Metrics.Timer(label: $0, dimensions: $1, factory: factory)
         }
-        timer.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        timer.recordNanoseconds(duration.wholeNanoseconds)
     }
 
     func verification(result: String) {
