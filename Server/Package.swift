@@ -59,6 +59,9 @@ let package = Package(
                 // HMAC-SHA256 of the webhooks' signatures (Delivery/WebhookSignature.swift).
                 "CReceiptKitServerOpenSSL",
             ],
+            // The console's page, style sheet, script modules and icon, compiled into the binary
+            // as `PackageResources` (Console/ConsoleAssets.swift).
+            resources: [.embedInCode("Console/Assets")],
             swiftSettings: strictSettings
         ),
         // libcrypto for the server: the webhooks' HMAC, as every cryptographic operation of the
