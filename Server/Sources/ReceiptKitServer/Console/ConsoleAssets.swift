@@ -1,8 +1,8 @@
 import Hummingbird
 
-/// The console's page, script, style sheet and icon, embedded in the binary (no file beside it,
-/// nothing from another origin), each answered with headers that let the page run only its own
-/// script and style and never be framed:
+/// The console's page, script modules, style sheet and icon, embedded in the binary (no file
+/// beside it, nothing from another origin), each answered with headers that let the page run only
+/// its own script and style and never be framed:
 ///
 /// - `Content-Security-Policy`: ``contentSecurityPolicy`` — nothing but this origin's script,
 ///   style, images and `fetch`, no inline script or style, no `<base>`, no form posting, no
@@ -11,7 +11,7 @@ import Hummingbird
 ///   `Cross-Origin-Opener-Policy` and `Cross-Origin-Resource-Policy: same-origin`;
 /// - `Cache-Control: no-cache`, so that a new server's console is never mixed with an old one's.
 ///
-/// The files are `Assets/`, embedded at build time by SwiftPM (`resources: [.embedInCode(…)]` in
+/// The files are in `Assets/`, embedded at build time by SwiftPM (`resources: [.embedInCode(…)]` in
 /// `Package.swift`), which generates `PackageResources`, one `[UInt8]` per file named after it
 /// (`console.css` is `PackageResources.console_css`). Only the files ``files`` names are served.
 enum ConsoleAssets {
@@ -55,10 +55,30 @@ enum ConsoleAssets {
 
     /// Every file served under `/console/` besides the page: the allow-list.
     static let files: [String: Asset] = [
-        "console.js": Asset(Array(ConsoleScript.text.utf8), contentType: "text/javascript; charset=utf-8"),
         "console.css": Asset(PackageResources.console_css, contentType: "text/css; charset=utf-8"),
         "icon.svg": Asset(PackageResources.icon_svg, contentType: "image/svg+xml"),
+        // The script: console.mjs, the page's one `<script type="module">`, and the modules it
+        // imports, each by `./NAME.mjs` (Server/Tests/ConsoleAssetsTests/modules.test.mjs links
+        // them and finds none unused).
+        "console.mjs": script(PackageResources.console_mjs),
+        "api.mjs": script(PackageResources.api_mjs),
+        "customer.mjs": script(PackageResources.customer_mjs),
+        "dom.mjs": script(PackageResources.dom_mjs),
+        "find.mjs": script(PackageResources.find_mjs),
+        "format.mjs": script(PackageResources.format_mjs),
+        "overview.mjs": script(PackageResources.overview_mjs),
+        "records.mjs": script(PackageResources.records_mjs),
+        "router.mjs": script(PackageResources.router_mjs),
+        "scale.mjs": script(PackageResources.scale_mjs),
+        "session.mjs": script(PackageResources.session_mjs),
+        "state.mjs": script(PackageResources.state_mjs),
+        "timeline.mjs": script(PackageResources.timeline_mjs),
     ]
+
+    /// A JavaScript module: `text/javascript`, the type browsers require of a module script.
+    private static func script(_ bytes: [UInt8]) -> Asset {
+        Asset(bytes, contentType: "text/javascript; charset=utf-8")
+    }
 
     /// An asset's answer, with the security headers.
     static func response(_ asset: Asset) -> Response {
