@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { inEachTimeZone, ZONES } from './assets.mjs';
+import { inEachTimeZone, ZONES } from './support.mjs';
 import {
   duration, entitlementReason, fieldText, instant, isFreeTrial, markLabel, notificationKind, periodLabel, recordKind,
   recordTitle, spanLabel, stateSentence, statusWords, STATUSES, when,

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ASSETS } from './assets.mjs';
+import { ASSETS } from './support.mjs';
 
 const modules = readdirSync(ASSETS).filter((name) => name.endsWith('.mjs')).sort();
 const linker = fileURLToPath(new URL('./link.mjs', import.meta.url));

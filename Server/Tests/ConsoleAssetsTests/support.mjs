@@ -1,4 +1,4 @@
-// Where the console's files are, for the tests beside this file.
+// What the tests beside this file share: where the console's files are, and other time zones.
 
 import { fileURLToPath } from 'node:url';
 
