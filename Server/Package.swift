@@ -60,6 +60,9 @@ let package = Package(
                 "CReceiptKitServerOpenSSL",
                 "ServerSupport",
             ],
+            // The console's page, style sheet, script modules and icon, compiled into the binary
+            // as `PackageResources` (Console/ConsoleAssets.swift).
+            resources: [.embedInCode("Console/Assets")],
             swiftSettings: strictSettings
         ),
         // What the server's targets share and nothing else needs: durations in units, hex,

@@ -52,7 +52,7 @@ struct OpenAPITests {
             Sample(method: "get", path: "/v1/subscriptions/{original_transaction_id}/timeline", uri: "/v1/subscriptions/404/timeline", body: nil, token: true),
             Sample(method: "get", path: "/v1/subscriptions/{original_transaction_id}/timeline", uri: "/v1/subscriptions/6001/timeline", body: nil, token: false),
             Sample(method: "get", path: "/console/", uri: "/console/", body: nil, token: false),
-            Sample(method: "get", path: "/console/{asset}", uri: "/console/console.js", body: nil, token: false),
+            Sample(method: "get", path: "/console/{asset}", uri: "/console/console.mjs", body: nil, token: false),
             Sample(method: "get", path: "/console/{asset}", uri: "/console/console.css", body: nil, token: false),
             Sample(method: "get", path: "/console/{asset}", uri: "/console/missing", body: nil, token: false),
             Sample(method: "get", path: "/healthz", uri: "/healthz", body: nil, token: false),
