@@ -88,9 +88,13 @@ public func buildApplication(
     router.add(middleware: RequestLogMiddleware(metrics: environment.metrics, timeout: configuration.requestTimeout))
     HealthController(environment: environment).add(to: router)
     NotificationController(environment: environment).add(to: router)
-    let console = ConsoleController(environment: environment, tokenRequired: configuration.apiToken != nil)
+    let tokens = try APITokens(token: configuration.apiToken, file: configuration.apiTokensFile)
+    if tokens.file != nil {
+        services.append(TokenReloadService(tokens: tokens, logger: logger))
+    }
+    let console = ConsoleController(environment: environment, tokenRequired: !tokens.isEmpty)
     console.addPage(to: router)
-    let authenticated = router.group().add(middleware: BearerTokenMiddleware(token: configuration.apiToken.map { Array($0.utf8) }))
+    let authenticated = router.group().add(middleware: BearerTokenMiddleware(tokens: tokens))
     VerifyReceiptController(environment: environment).add(to: authenticated)
     let v1 = authenticated.group("v1")
     TransactionController(environment: environment).add(to: v1)
@@ -101,6 +105,7 @@ public func buildApplication(
     DeliveryController(environment: environment, retryWindow: events.retryWindow).add(to: v1)
     ConsumptionController(environment: environment).add(to: v1)
     console.add(to: v1)
+    TokenController().add(to: v1)
 
     var app = Application(
         router: router,

@@ -17,4 +17,27 @@ package enum Hex {
     package static func isLowercase(_ text: some StringProtocol, count: Int) -> Bool {
         text.utf8.count == count && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
+
+    /// The bytes of lowercase hexadecimal text, or `nil` when it is not that (an odd length, or
+    /// another character).
+    package static func bytes(_ text: some StringProtocol) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count / 2)
+        var high: UInt8?
+        for character in text.utf8 {
+            let value: UInt8
+            switch character {
+            case 0x30...0x39: value = character - 0x30
+            case 0x61...0x66: value = character - 0x61 + 10
+            default: return nil
+            }
+            if let first = high {
+                bytes.append(first << 4 | value)
+                high = nil
+            } else {
+                high = value
+            }
+        }
+        return high == nil ? bytes : nil
+    }
 }

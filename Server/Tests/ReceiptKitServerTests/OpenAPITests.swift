@@ -44,6 +44,8 @@ struct OpenAPITests {
             Sample(method: "post", path: "/verifyReceipt", uri: "/verifyReceipt", body: "{}", token: true),
             Sample(method: "post", path: "/verifyReceipt", uri: "/verifyReceipt", body: "{}", token: false),
             Sample(method: "get", path: "/v1/overview", uri: "/v1/overview", body: nil, token: true),
+            Sample(method: "get", path: "/v1/token", uri: "/v1/token", body: nil, token: true),
+            Sample(method: "get", path: "/v1/token", uri: "/v1/token", body: nil, token: false),
             Sample(method: "get", path: "/v1/overview", uri: "/v1/overview", body: nil, token: false),
             Sample(method: "get", path: "/v1/search", uri: "/v1/search?q=6001", body: nil, token: true),
             Sample(method: "get", path: "/v1/search", uri: "/v1/search?q=", body: nil, token: true),

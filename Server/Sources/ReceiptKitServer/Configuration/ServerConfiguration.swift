@@ -14,7 +14,8 @@ public import ReceiptKit
 /// | `RECEIPTKIT_ROOT_FILE` | root certificates to trust instead of Apple's pins, DER or PEM, comma-separated paths |
 /// | `RECEIPTKIT_PIN_SHA256` | SHA-256 fingerprints of roots to trust instead of Apple's pins, comma-separated |
 /// | `RECEIPTKIT_DATABASE_URL` | `sqlite:PATH` (default `sqlite:receiptkit.sqlite`) or `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable\|prefer\|require]` |
-/// | `RECEIPTKIT_API_TOKEN` | the bearer token `/v1/*` and `/verifyReceipt` require; required unless `HOST` is loopback |
+/// | `RECEIPTKIT_API_TOKEN` | a bearer token of `/v1/*` and `/verifyReceipt`, scope `admin` |
+/// | `RECEIPTKIT_API_TOKENS_FILE` | named, scoped tokens (`NAME SCOPE SHA256_HEX` a line), read again on `SIGHUP`; this or `RECEIPTKIT_API_TOKEN` is required unless `HOST` is loopback |
 /// | `HOST` | the address to listen on, default `127.0.0.1` |
 /// | `PORT` | the port to listen on, default `8080` |
 /// | `RECEIPTKIT_REQUEST_TIMEOUT` | seconds one request may take before it is answered 503 `timeout`, default `30` |
@@ -35,8 +36,11 @@ public struct ServerConfiguration: Sendable {
     public var verifier: AppStoreVerifier.Configuration
     /// Where events, states and customer links are kept.
     public var database: DatabaseLocation
-    /// The bearer token of `/v1/*` and `/verifyReceipt`, or `nil` for none (loopback only).
+    /// A bearer token of `/v1/*` and `/verifyReceipt` with scope `admin`, or `nil`.
     public var apiToken: String?
+    /// `RECEIPTKIT_API_TOKENS_FILE`: the file of named, scoped tokens (their SHA-256), read at
+    /// start and on `SIGHUP`, or `nil`. Neither this nor ``apiToken``: no token (loopback only).
+    public var apiTokensFile: String?
     /// How long one request may take, reading its body included, before it is answered 503
     /// `timeout`.
     public var requestTimeout: Duration
@@ -52,13 +56,15 @@ public struct ServerConfiguration: Sendable {
     ///   - port: The port to bind to.
     ///   - verifier: What the verifier trusts and checks.
     ///   - database: Where to store.
-    ///   - apiToken: The API's bearer token, if any.
+    ///   - apiToken: A bearer token with scope `admin`, if any.
+    ///   - apiTokensFile: The file of named, scoped tokens, if any.
     ///   - requestTimeout: How long a request may take.
     public init(
         host: String = "127.0.0.1", port: Int = 8080, verifier: AppStoreVerifier.Configuration,
-        database: DatabaseLocation, apiToken: String?, requestTimeout: Duration = .seconds(30),
+        database: DatabaseLocation, apiToken: String?, apiTokensFile: String? = nil, requestTimeout: Duration = .seconds(30),
         appStoreAPI: AppStoreAPISettings? = nil, events: EventSettings = EventSettings()
     ) {
+        self.apiTokensFile = apiTokensFile
         self.events = events
         self.host = host
         self.port = port
@@ -106,16 +112,20 @@ public struct ServerConfiguration: Sendable {
         let port = try variables.port("PORT") ?? 8080
         let requestTimeout = try variables.seconds("RECEIPTKIT_REQUEST_TIMEOUT") ?? .seconds(30)
         let apiToken = variables.value("RECEIPTKIT_API_TOKEN")
-        if apiToken == nil, !Self.isLoopback(host) {
+        let apiTokensFile = variables.value("RECEIPTKIT_API_TOKENS_FILE")
+        // Read now, so that a wrong line stops the server at start, naming it.
+        let tokens = try APITokens(token: apiToken, file: apiTokensFile)
+        if tokens.isEmpty, !Self.isLoopback(host) {
             throw ConfigurationError(
-                "RECEIPTKIT_API_TOKEN is required when HOST (\(host)) is not a loopback address: /v1/* and /verifyReceipt would be open to anyone")
+                "RECEIPTKIT_API_TOKEN or RECEIPTKIT_API_TOKENS_FILE is required when HOST (\(host)) is not a loopback address: /v1/* and /verifyReceipt would be open to anyone")
         }
         let appStoreAPI = try AppStoreAPISettings.read(variables, environment: appStoreEnvironment)
         let events = try EventSettings.read(variables)
         self.init(
             host: host, port: port,
             verifier: .init(anchors: anchors, bundleId: bundleId, appAppleId: appAppleId, environment: appStoreEnvironment),
-            database: database, apiToken: apiToken, requestTimeout: requestTimeout, appStoreAPI: appStoreAPI, events: events)
+            database: database, apiToken: apiToken, apiTokensFile: apiTokensFile, requestTimeout: requestTimeout,
+            appStoreAPI: appStoreAPI, events: events)
     }
 
     /// Apple's pinned roots, or the roots and pins configured instead of them.

@@ -38,13 +38,13 @@ struct ConsoleController {
 
     /// The JSON routes, behind the bearer middleware.
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.get("overview") { _, _ in
+        group.route(.get, "overview", scope: .read) { _, _ in
             try Response.json(try await ConsoleOverview(environment: environment).answer(now: environment.now))
         }
-        group.get("search") { request, _ in
+        group.route(.get, "search", scope: .read) { request, _ in
             try await search(request)
         }
-        group.get("subscriptions/{original_transaction_id}/timeline") { _, context in
+        group.route(.get, "subscriptions/{original_transaction_id}/timeline", scope: .read) { _, context in
             let id = try RouteEnvironment.pathParameter("original_transaction_id", in: context)
             return try await timeline(originalTransactionId: id)
         }

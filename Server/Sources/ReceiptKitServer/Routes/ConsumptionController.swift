@@ -24,10 +24,10 @@ struct ConsumptionController {
     }
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.put("transactions/{transaction_id}/consumption") { request, context in
+        group.route(.put, "transactions/{transaction_id}/consumption", scope: .write) { request, context in
             try await answer(request, context: context)
         }
-        group.put("customers/{customer_id}/consumption-consent") { request, context in
+        group.route(.put, "customers/{customer_id}/consumption-consent", scope: .write) { request, context in
             let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
             guard !customerId.isEmpty, customerId.utf8.count <= 256 else {
                 throw APIError.invalidRequest("customer_id must be a non-empty string of at most 256 bytes")

@@ -20,7 +20,7 @@ struct DeliveryController {
     let retryWindow: Duration
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.get("webhooks/deliveries") { request, _ in
+        group.route(.get, "webhooks/deliveries", scope: .read) { request, _ in
             var state = Delivery.State.failed
             if let text = request.uri.queryParameters.get("state") {
                 guard let value = Delivery.State(rawValue: text) else {
@@ -36,7 +36,7 @@ struct DeliveryController {
             return try Response.json(DeliveryPage(
                 deliveries: Array(page), after: String(page.last?.id ?? after), hasMore: deliveries.count > limit))
         }
-        group.post("webhooks/deliveries/{id}/retry") { _, context in
+        group.route(.post, "webhooks/deliveries/{id}/retry", scope: .admin) { _, context in
             let text = try RouteEnvironment.pathParameter("id", in: context)
             guard let id = Int64(text), id > 0 else {
                 throw APIError.invalidRequest("the delivery id is \"\(text)\"; expected the id a delivery is listed with")

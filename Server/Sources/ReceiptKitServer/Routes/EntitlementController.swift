@@ -16,12 +16,12 @@ struct EntitlementController {
     let environment: RouteEnvironment
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.get("customers/{customer_id}/entitlements") { request, context in
+        group.route(.get, "customers/{customer_id}/entitlements", scope: .read) { request, context in
             let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
             let instant = try environment.instant(request)
             return try Response.json(try await environment.entitlements(customerId: customerId, at: instant))
         }
-        group.get("subscriptions/{original_transaction_id}") { request, context in
+        group.route(.get, "subscriptions/{original_transaction_id}", scope: .read) { request, context in
             let id = try RouteEnvironment.pathParameter("original_transaction_id", in: context)
             let instant = try environment.instant(request)
             let store = environment.store

@@ -19,13 +19,13 @@ struct FeedController {
     static let maximumLimit = 1000
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.get("events") { request, _ in
+        group.route(.get, "events", scope: .read) { request, _ in
             let (after, limit) = try Self.cursor(request)
             let store = environment.store
             let events = try await environment.read { try await store.events(after: after, limit: limit + 1) }
             return try Response.json(EventPage(events, after: after, limit: limit))
         }
-        group.get("customers/{customer_id}/events") { request, context in
+        group.route(.get, "customers/{customer_id}/events", scope: .read) { request, context in
             let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
             let (after, limit) = try Self.cursor(request)
             let store = environment.store

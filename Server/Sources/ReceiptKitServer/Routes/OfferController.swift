@@ -23,7 +23,7 @@ struct OfferController {
     let environment: RouteEnvironment
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.post("offers/signature") { request, _ in
+        group.route(.post, "offers/signature", scope: .write) { request, _ in
             try await signature(request)
         }
     }

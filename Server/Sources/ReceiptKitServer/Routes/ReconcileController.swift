@@ -19,7 +19,7 @@ struct ReconcileController {
     let reconciler: Reconciler?
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.post("subscriptions/{original_transaction_id}/sync") { _, context in
+        group.route(.post, "subscriptions/{original_transaction_id}/sync", scope: .write) { _, context in
             guard let apple = environment.apple else { throw AppleSync.notConfigured }
             let id = try RouteEnvironment.pathParameter("original_transaction_id", in: context)
             try AppleSync.checkTransactionId(id, name: "original_transaction_id")
@@ -31,7 +31,7 @@ struct ReconcileController {
             }
             return Response.json(state.json())
         }
-        group.post("customers/{customer_id}/sync") { _, context in
+        group.route(.post, "customers/{customer_id}/sync", scope: .write) { _, context in
             guard let apple = environment.apple else { throw AppleSync.notConfigured }
             let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
             let store = environment.store
@@ -49,7 +49,7 @@ struct ReconcileController {
             }
             return try Response.json(try await environment.entitlements(customerId: customerId, at: now))
         }
-        group.post("reconcile") { request, _ in
+        group.route(.post, "reconcile", scope: .admin) { request, _ in
             guard let reconciler else { throw AppleSync.notConfigured }
             var since: Timestamp?
             if let text = request.uri.queryParameters.get("since") {

@@ -15,7 +15,7 @@ struct TransactionController {
     let environment: RouteEnvironment
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.post("transactions") { request, context in
+        group.route(.post, "transactions", scope: .write) { request, context in
             try await transaction(request, context: context)
         }
     }

@@ -17,7 +17,7 @@ struct VerifyReceiptController {
     let environment: RouteEnvironment
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.post("verifyReceipt") { request, context in
+        group.route(.post, "verifyReceipt", scope: .write) { request, context in
             try await verifyReceipt(request, context: context)
         }
     }

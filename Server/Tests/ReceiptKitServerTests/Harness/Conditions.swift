@@ -22,6 +22,20 @@ func waitUntil(
     throw CancellationError()
 }
 
+/// ``waitUntil(_:within:sourceLocation:_:)`` for a condition that must itself wait (a request).
+func waitUntil(
+    _ what: @autoclosure () -> String, within limit: Duration = .seconds(60),
+    sourceLocation: SourceLocation = #_sourceLocation, asking condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    Issue.record("not within \(limit): \(what())", sourceLocation: sourceLocation)
+    throw CancellationError()
+}
+
 extension LoopbackConnection {
     /// Whether the server has read at least the first `count` of the `sent` bytes sent on this
     /// connection so far: its end of the connection (local port `serverPort`, remote this end's
