@@ -145,6 +145,11 @@ let package = Package(
                 .product(name: "ReceiptKit", package: "ReceiptKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                // The performance test of Retention Messaging calls the configured Get Retention
+                // Message URL, as Apple does.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Tests/AppStoreServerAPIFake",
             swiftSettings: strictSettings
@@ -157,6 +162,9 @@ let package = Package(
                 "appstore-api",
                 .product(name: "ReceiptKit", package: "ReceiptKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // Raw requests to the fake (an image the client would refuse to send).
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

@@ -8,7 +8,7 @@ import ServerSupport
 
 /// The HTTP methods the API uses.
 enum HTTPMethodName: String, Sendable {
-    case GET, POST, PUT
+    case GET, POST, PUT, DELETE
 }
 
 /// Which failures a request may be retried after.
@@ -28,6 +28,8 @@ struct Request: Sendable {
     let query: [(String, String)]
     let body: [UInt8]?
     let retry: RetryScope
+    /// The body's media type: JSON for every endpoint but Upload Image (`image/png`).
+    var contentType = "application/json"
 }
 
 /// Signs bearer tokens and reuses one until a minute before it expires.
@@ -156,7 +158,7 @@ struct Transport: Sendable {
         http.headers.add(name: "Accept", value: "application/json")
         http.headers.add(name: "User-Agent", value: "ReceiptKit-AppStoreServerAPI")
         if let body = request.body {
-            http.headers.add(name: "Content-Type", value: "application/json")
+            http.headers.add(name: "Content-Type", value: request.contentType)
             http.body = .bytes(ByteBuffer(bytes: body))
         }
         let status: Int
@@ -241,13 +243,22 @@ struct Transport: Sendable {
         }
     }
 
-    /// `Retry-After` as a wait: delta-seconds, or an HTTP date (RFC 9110 §10.2.3) read against the clock.
+    /// A number in `Retry-After` at least this large is Apple's UNIX time in milliseconds, not
+    /// RFC 9110's delta-seconds: as seconds it would be a wait of over three thousand years, and
+    /// as milliseconds it is an instant after March 1973.
+    static let unixMillisecondsThreshold: Int64 = 100_000_000_000
+
+    /// `Retry-After` as a wait: delta-seconds or an HTTP date (RFC 9110 §10.2.3), or the UNIX
+    /// time in milliseconds that Apple documents for its rate limits ("Identifying rate
+    /// limits"); an instant is read against the clock.
     private func retryAfter(_ headers: HTTPHeaders) -> Duration? {
         guard let value = headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
             return nil
         }
-        if value.allSatisfy(\.isASCIIDigit), let seconds = Int64(value) {
-            return .seconds(seconds)
+        if value.allSatisfy(\.isASCIIDigit), let number = Int64(value) {
+            guard number >= Self.unixMillisecondsThreshold else { return .seconds(number) }
+            let now = Int64((clock().timeIntervalSince1970 * 1000).rounded(.down))
+            return .milliseconds(max(0, number - now))
         }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")

@@ -16,7 +16,8 @@ import Synchronization
 /// that instant — or, when there are none, one made from each transaction. ``enqueue(_:path:)`` makes
 /// the next matching request fail as Apple can (an error body, 401, 429 with `Retry-After`,
 /// 500, a stalled answer); ``forgedTransactionIds`` are signed by a key the chain does not
-/// certify. Every request is recorded (``requests``).
+/// certify. Every request is recorded (``requests``). The Retention Messaging API is
+/// ``retention``, stateful as Apple is for one app.
 public final class FakeAppStoreServerAPI: Sendable {
     /// What a token must carry.
     public struct Credentials: Sendable {
@@ -46,8 +47,11 @@ public final class FakeAppStoreServerAPI: Sendable {
 
         func sign(_ object: [String: Any]) -> String {
             // The fake's own JSON of its own values: serialization cannot fail.
-            let json = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-            return (try? key.compactJWS(payload: Array(json), certificateChain: chain)) ?? ""
+            sign(payloadJSON: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
+        }
+
+        func sign(payloadJSON: Data) -> String {
+            (try? key.compactJWS(payload: Array(payloadJSON), certificateChain: chain)) ?? ""
         }
     }
 
@@ -161,6 +165,8 @@ public final class FakeAppStoreServerAPI: Sendable {
         public let path: String
         public let query: [(String, String)]
         public let body: [UInt8]
+        /// The `Content-Type` the request carried.
+        public let contentType: String?
         /// The token's claims, when the token was accepted.
         public let claims: [String: String]
         /// Why the token was refused, when it was.
@@ -187,6 +193,9 @@ public final class FakeAppStoreServerAPI: Sendable {
     public let credentials: Credentials
     public let environment: String
     public let appAppleId: Int64
+    /// The Retention Messaging API: images, messages, default messages, the realtime URL and
+    /// the performance test, with its own state.
+    public let retention: FakeRetentionMessaging
     /// The `signedDate` of everything the fake signs (a chain is validated at it). Move it
     /// forward to play time passing at Apple: a transaction signed again (a refund, say) is then
     /// a new copy, as Apple's are.
@@ -217,6 +226,7 @@ public final class FakeAppStoreServerAPI: Sendable {
         self.forger = forger
         self.environment = environment
         self.appAppleId = appAppleId
+        self.retention = FakeRetentionMessaging(environment: environment)
         self.clock = clock
         self.state.withLock { $0.signedDate = signedDate }
     }
@@ -292,6 +302,8 @@ public final class FakeAppStoreServerAPI: Sendable {
             },
             logger: logger)
         return try await withThrowingTaskGroup(of: Result?.self) { group in
+            // The performance tests the body started end with the fake.
+            defer { retention.stop() }
             group.addTask {
                 // A server that could not start ends the wait for its port, not only its task.
                 defer { continuation.finish() }
@@ -318,16 +330,18 @@ public final class FakeAppStoreServerAPI: Sendable {
     // MARK: Answers
 
     private func respond(_ request: Request) async throws -> Response {
-        var body = try await request.body.collect(upTo: 1 << 20)
+        // An uploaded PNG may be a few MiB; every other body is small.
+        var body = try await request.body.collect(upTo: 16 << 20)
         let bodyBytes = body.readBytes(length: body.readableBytes) ?? []
         let path = request.uri.path
         let query = Self.parseQuery(request.uri.query)
         let method = request.method.rawValue
         let authorization = request.headers[.authorization]
+        let contentType = request.headers[.contentType]
         let check = checkToken(authorization)
         let fault: Fault? = state.withLock { state in
             state.requests.append(RecordedRequest(
-                method: method, path: path, query: query, body: bodyBytes, claims: check.claims ?? [:],
+                method: method, path: path, query: query, body: bodyBytes, contentType: contentType, claims: check.claims ?? [:],
                 authorizationFailure: check.failure))
             guard let index = state.faults.firstIndex(where: { path.hasPrefix($0.path) }) else { return nil }
             return state.faults.remove(at: index).fault
@@ -358,7 +372,7 @@ public final class FakeAppStoreServerAPI: Sendable {
                     try await writer.finish(nil)
                 })
         }
-        return route(method: method, segments, query: query, body: bodyBytes)
+        return route(method: method, segments, query: query, body: bodyBytes, contentType: contentType)
     }
 
     /// The token check Apple makes: `Bearer` JWT, header `alg` ES256, `kid`, `typ` JWT; claims
@@ -393,7 +407,15 @@ public final class FakeAppStoreServerAPI: Sendable {
         return (strings, nil)
     }
 
-    private func route(method: String, _ path: [String], query: [(String, String)], body: [UInt8]) -> Response {
+    private func route(method: String, _ path: [String], query: [(String, String)], body: [UInt8], contentType: String?) -> Response {
+        if let answer = retention.route(
+            method: method, path, query: query, body: body, contentType: contentType,
+            context: .init(appAppleId: appAppleId, signedDate: signedDate, transactions: transactions, sign: { [signer] in
+                signer.sign(payloadJSON: $0)
+            }))
+        {
+            return answer
+        }
         let state = state.withLock { $0 }
         func known(_ id: String) -> Response? {
             guard !id.isEmpty, id.allSatisfy(\.isNumber) else {
