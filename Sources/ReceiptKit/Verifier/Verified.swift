@@ -11,14 +11,28 @@ public struct Verified<Payload: Sendable>: Sendable {
     public let validationTimeSource: ValidationTimeSource
     /// The chain's revocation result, or `nil` when the policy is ``RevocationPolicy/Mode/off``.
     public let revocation: RevocationResult?
+    /// The configured app the payload belongs to (see ``AppStoreVerifier/Configuration/apps``):
+    /// the one its bundle id names, or its App Apple ID where it carries no bundle id; for a
+    /// renewal info, its notification's app, or the only configured one. `nil` when no app is
+    /// configured or the payload names none of them (a renewal info verified on its own while
+    /// several apps are configured). The environment it matched is the one it declares.
+    public let matchedApp: AppStoreVerifier.App?
 
     init(payload: Payload, chain: ChainSummary, validatedAt: Timestamp,
-         validationTimeSource: ValidationTimeSource = .payloadDate, revocation: RevocationResult? = nil) {
+         validationTimeSource: ValidationTimeSource = .payloadDate, revocation: RevocationResult? = nil,
+         matchedApp: AppStoreVerifier.App? = nil) {
         self.payload = payload
         self.chain = chain
         self.validatedAt = validatedAt
         self.validationTimeSource = validationTimeSource
         self.revocation = revocation
+        self.matchedApp = matchedApp
+    }
+
+    /// This verified payload with the app its claims matched.
+    func matching(_ match: ClaimPolicy.Match) -> Verified {
+        Verified(payload: payload, chain: chain, validatedAt: validatedAt, validationTimeSource: validationTimeSource,
+                 revocation: revocation, matchedApp: match.app)
     }
 }
 
