@@ -94,8 +94,9 @@ public struct AppStoreVerifier: Sendable {
     /// Verifies an App Store Server Notification V2 (`signedPayload`) and every JWS nested in it.
     ///
     /// A nested `signedTransactionInfo`, `signedRenewalInfo` or `signedAppTransactionInfo` is
-    /// verified with the same anchors, validation-time rule and claims; if any fails, the
-    /// notification is rejected with its error.
+    /// verified with the same anchors, validation-time rule and claims, and must be of the
+    /// notification's own app and environment where those are checked; if any fails, the
+    /// notification is rejected with its error, the field named.
     ///
     /// - Parameter signedPayload: The notification's compact JWS.
     /// - Returns: The verified notification and its verified nested payloads.
@@ -144,8 +145,8 @@ public struct AppStoreVerifier: Sendable {
         _ decoded: DecodedJWS, as _: Payload.Type, within scope: ClaimPolicy.Match? = nil
     ) throws -> Verified<Payload> {
         let payload = try decoded.payload(Payload.init(json:))
-        let verified = try authenticate(decoded, payload, date: payload.payloadDate)
-        return verified.matching(try claims.check(payload, within: scope))
+        let authentication = try authenticate(decoded, date: payload.payloadDate)
+        return Verified(payload: payload, authentication, matchedApp: try claims.check(payload, within: scope).app)
     }
 
     private func verify<Payload: SignedPayload>(bytes: [UInt8], as type: Payload.Type) throws -> Verified<Payload> {
@@ -154,13 +155,13 @@ public struct AppStoreVerifier: Sendable {
 
     private func verifyNotification(_ decoded: DecodedJWS) throws -> VerifiedNotification {
         let payload = try decoded.payload(NotificationPayload.init(json:))
-        let verified: Verified<NotificationPayload>
+        let authentication: Authentication
         if payload.signedDate == nil, configuration.validationTime == .signedDate {
             // The early-2022 shape has no signedDate: its instant is the latest signedDate of the
             // JWS nested in it, read before anything is trusted, from bytes its signature covers.
-            verified = try authenticate(decoded, payload, date: nestedSignedDate(of: payload), source: .nestedSignedDate)
+            authentication = try authenticate(decoded, date: nestedSignedDate(of: payload), source: .nestedSignedDate)
         } else {
-            verified = try authenticate(decoded, payload, date: payload.signedDate)
+            authentication = try authenticate(decoded, date: payload.signedDate)
         }
         // The notification's own claims are checked last, as before; what they matched (when they
         // hold) is what each nested JWS must match too: the same app and environment.
@@ -179,13 +180,14 @@ public struct AppStoreVerifier: Sendable {
         let appTransaction = try nested(
             payload.appData?.signedAppTransactionInfoBytes, "appData.signedAppTransactionInfo", as: AppTransaction.self)
         return VerifiedNotification(
-            notification: verified.matching(try match.get()), transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
+            notification: Verified(payload: payload, authentication, matchedApp: try match.get().app),
+            transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
     }
 
     /// The latest `signedDate` of the JWS nested in a notification, or `nil` when none carries one.
     ///
     /// The nested payloads are parsed, not yet verified: the dates are only as trustworthy as the
-    /// notification's signature over them, which ``authenticate(_:_:date:source:)`` then checks at
+    /// notification's signature over them, which ``authenticate(_:date:source:)`` then checks at
     /// the instant they give, before the nested JWS are verified in full, each at its own date.
     /// A nested JWS that cannot be decoded is rejected here with its field named.
     private func nestedSignedDate(of payload: NotificationPayload) throws -> Timestamp? {
@@ -222,9 +224,9 @@ public struct AppStoreVerifier: Sendable {
     ///
     /// A header validated before is reused while the validation time falls inside its chain's
     /// window; outside it, the chain is validated again from scratch, which reports the failure.
-    private func authenticate<Payload>(
-        _ decoded: DecodedJWS, _ payload: Payload, date: Timestamp?, source: ValidationTimeSource = .payloadDate
-    ) throws -> Verified<Payload> {
+    private func authenticate(
+        _ decoded: DecodedJWS, date: Timestamp?, source: ValidationTimeSource = .payloadDate
+    ) throws -> Authentication {
         let (time, resolvedSource) = configuration.validationTime.resolve(payloadDate: date, source: source, clock: clock)
         let chain: ValidatedChain
         let signingPrefix: SHA256Prefix?
@@ -250,8 +252,8 @@ public struct AppStoreVerifier: Sendable {
         }
         // Only a chain that validated and a signature that verified ever cause an OCSP request.
         let revocation = try checkRevocation(chain, signedAt: time)
-        return Verified(payload: payload, chain: chain.summary, validatedAt: time, validationTimeSource: resolvedSource,
-                        revocation: revocation)
+        return Authentication(chain: chain.summary, validatedAt: time, validationTimeSource: resolvedSource,
+                              revocation: revocation)
     }
 }
 

@@ -71,9 +71,12 @@ struct ClaimPolicy: Sendable {
     private func app(of fields: PayloadClaims, _ kind: PayloadKind, within scope: Match?) throws -> App? {
         guard !apps.isEmpty else { return nil }
         if case .some(let bundleId) = fields.bundleId {
-            guard let app = bundleId.flatMap({ appsByBundleId[$0] }) ?? appWithoutBundleId, scope == nil || app == scope?.app else {
+            guard let app = bundleId.flatMap({ appsByBundleId[$0] }) ?? appWithoutBundleId,
+                scope == nil || app == scope?.app
+            else {
                 throw ReceiptKitError(
-                    .bundleIDMismatch, "\(Self.what(kind)) bundle id is \(Self.quoted(bundleId)), expected \(bundleIdList(scope))")
+                    .bundleIDMismatch,
+                    "\(Self.what(kind)) bundle id is \(Self.quoted(bundleId)), expected \(bundleIdList(scope))")
             }
             if case .some(let actual) = fields.appAppleId, let expected = app.appAppleId {
                 if let actual, actual != expected {

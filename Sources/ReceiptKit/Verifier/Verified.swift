@@ -29,11 +29,21 @@ public struct Verified<Payload: Sendable>: Sendable {
         self.matchedApp = matchedApp
     }
 
-    /// This verified payload with the app its claims matched.
-    func matching(_ match: ClaimPolicy.Match) -> Verified {
-        Verified(payload: payload, chain: chain, validatedAt: validatedAt, validationTimeSource: validationTimeSource,
-                 revocation: revocation, matchedApp: match.app)
+    /// A payload authenticated as `authentication` says, whose claims matched `matchedApp`.
+    init(payload: Payload, _ authentication: Authentication, matchedApp: AppStoreVerifier.App?) {
+        self.init(payload: payload, chain: authentication.chain, validatedAt: authentication.validatedAt,
+                  validationTimeSource: authentication.validationTimeSource, revocation: authentication.revocation,
+                  matchedApp: matchedApp)
     }
+}
+
+/// What authenticating a JWS established, before its claims are checked: the chain its signature
+/// verified under, the instant and its source, and the revocation result.
+struct Authentication {
+    let chain: ChainSummary
+    let validatedAt: Timestamp
+    let validationTimeSource: ValidationTimeSource
+    let revocation: RevocationResult?
 }
 
 /// A verified App Store Server Notification V2 together with its verified nested JWS.
