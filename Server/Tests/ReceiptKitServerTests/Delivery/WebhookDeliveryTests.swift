@@ -169,14 +169,34 @@ struct WebhookDeliveryTests {
     @Test("a delivered row is kept for keepDelivered, then removed; the feed keeps the event", arguments: Backend.available)
     func pruning(backend: Backend) async throws {
         let receiver = try WebhookReceiver()
+        let keep: Int64 = 200
+        let start = FeedTests.t0 + 10 * 60_000
+        let clock = TestClock(milliseconds: start)
+        // A forward URL nothing listens on: its row stays pending, so the backlog gauge, which
+        // each round of the delivery service updates just before it prunes, shows the instant
+        // every round read.
+        let nowhere = try unusedLoopbackPort()
+        let forward = "forward:127.0.0.1:\(nowhere)"
         let configure = Self.sending(to: receiver)
         try await receiver.run {
-            try await TestServer.run(backend, clock: { Date() }, configure: { configuration in
+            try await TestServer.run(backend, clock: clock.read, configure: { configuration in
                 configure(&configuration)
-                configuration.events.delivery.keepDelivered = .milliseconds(200)
+                configuration.events.forwardURLs = ["http://127.0.0.1:\(nowhere)/forward"]
+                configuration.events.delivery.keepDelivered = .milliseconds(keep)
             }) { server in
                 #expect(try await server.notify(try Self.changes(of: ["7951"])[0]).status == .ok)
-                try await waitUntil("the event is delivered") { receiver.accepted.count == 1 }
+                try await server.waitUntilDeliveries("the event is delivered", state: "delivered") { $0.count == 1 }
+                let delivered = try #require(try await server.deliveries(state: "delivered").first)
+                #expect(delivered["delivered_at"] as? String == Timestamp(millisecondsSince1970: start).iso8601)
+                #expect(try await server.deliveries(state: "pending").map { $0["kind"] as? String } == ["forward"])
+                // Rounds at a millisecond short of keepDelivered after the delivery, then at
+                // keepDelivered: the first round's pruning has ended once the second's gauges show.
+                for at in [start + keep - 1, start + keep] {
+                    clock.set(milliseconds: at)
+                    try await server.waitForDeliveryRound(at: at, pending: forward, since: start)
+                }
+                #expect(try await server.deliveries(state: "delivered").count == 1, "kept for keepDelivered")
+                clock.set(milliseconds: start + keep + 1)
                 try await server.waitUntilDeliveries("the delivered row is removed", state: "delivered") { $0.isEmpty }
                 #expect(try await server.feed().events.count == 1)
             }
