@@ -209,22 +209,36 @@ struct WebhookDeliveryTests {
         receiver.answer(always: .stall(.milliseconds(20)))
         let keys = (0..<12).map { String(7500 + $0 * 10) }
         let bodies = try Self.changes(of: keys)
+        // One sentinel event per replica, written once the others are delivered.
+        let sentinels = try Self.changes(of: ["7700", "7710"]).prefix(2)
+        let start = FeedTests.t0 + 10 * 60_000
+        // A clock each: a replica whose clock is behind the instant a row was written does not
+        // claim it, so each sentinel is sent by the replica it is meant for.
+        let clocks = [TestClock(milliseconds: start), TestClock(milliseconds: start)]
         try await receiver.run {
             try await backend.withDatabase { location, searchPath in
-                let configure = Self.sending(to: receiver, timeout: .seconds(5))
-                try await TestServer.serve(location: location, searchPath: searchPath, clock: { Date() }, configure: configure) { first in
-                    try await TestServer.serve(location: location, searchPath: searchPath, clock: { Date() }, configure: configure) { second in
+                // One attempt at a time: a replica claims a sentinel only once none of its attempts runs.
+                let configure = Self.sending(to: receiver, concurrency: 1, timeout: .seconds(5))
+                try await TestServer.serve(location: location, searchPath: searchPath, clock: clocks[0].read, configure: configure) { first in
+                    try await TestServer.serve(location: location, searchPath: searchPath, clock: clocks[1].read, configure: configure) { second in
+                        let replicas = [first, second]
                         for (index, body) in bodies.enumerated() {
-                            #expect(try await (index.isMultiple(of: 2) ? first : second).notify(body).status == .ok)
+                            #expect(try await replicas[index % 2].notify(body).status == .ok)
                         }
                         let events = try await first.feed().events
-                        try await waitUntil("every event is delivered (\(receiver.received.count) of \(events.count))") {
-                            receiver.received.count >= events.count
+                        let ids = Set(events.compactMap { $0["id"] as? String })
+                        try await first.waitUntilDeliveries("every event is delivered", state: "delivered") { $0.count == events.count }
+                        // A second delivery would come from the other replica's claim of a row,
+                        // sent by an attempt that ends before that replica claims its sentinel.
+                        for (index, (replica, sentinel)) in zip(replicas, sentinels).enumerated() {
+                            clocks[index].set(milliseconds: start + Int64(index + 1) * 60_000)
+                            #expect(try await replica.notify(sentinel).status == .ok)
+                            let id = try #require(try await replica.feed().events.last?["id"] as? String)
+                            try await waitUntil("replica \(index + 1) sends its sentinel") { receiver.received.contains { $0.eventId == id } }
                         }
-                        try await Task.sleep(for: .milliseconds(300))  // time for a second delivery, were there one
-                        let ids = receiver.received.compactMap(\.eventId)
-                        #expect(ids.count == events.count, "each event once")
-                        #expect(Set(ids) == Set(events.compactMap { $0["id"] as? String }))
+                        let delivered = receiver.received.compactMap(\.eventId).filter { ids.contains($0) }
+                        #expect(delivered.count == events.count, "each event once")
+                        #expect(Set(delivered) == ids)
                     }
                 }
             }
@@ -246,7 +260,9 @@ struct WebhookDeliveryTests {
                 try await waitUntil("the receiver holds two requests") { receiver.received.count == 2 }
                 let elapsed = ContinuousClock.now - start
                 #expect(elapsed < .seconds(60), "the API waited for the receiver: \(elapsed)")
-                try await Task.sleep(for: .milliseconds(300))
+                // A third request would start at a round's claim, with every row written and two
+                // attempts running.
+                try await server.waitForDeliveryRound(pending: "webhook")
                 #expect(receiver.mostInFlight == 2)
                 #expect(receiver.received.count == 2)
             }
