@@ -53,6 +53,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // SIGHUP, on which the API tokens' file is read again.
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 // Reconciling with Apple: purchases by transaction id, backfill, missed notifications.
                 "AppStoreServerAPI",
@@ -61,9 +63,16 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // HMAC-SHA256 of the webhooks' signatures (Delivery/WebhookSignature.swift).
                 "CReceiptKitServerOpenSSL",
+                "ServerSupport",
             ],
+            // The console's page, style sheet, script modules and icon, compiled into the binary
+            // as `PackageResources` (Console/ConsoleAssets.swift).
+            resources: [.embedInCode("Console/Assets")],
             swiftSettings: strictSettings
         ),
+        // What the server's targets share and nothing else needs: durations in units, hex,
+        // base64url — written once.
+        .target(name: "ServerSupport", swiftSettings: strictSettings),
         // libcrypto for the server: the webhooks' HMAC, as every cryptographic operation of the
         // project goes through OpenSSL.
         .systemLibrary(
@@ -88,6 +97,7 @@ let package = Package(
             name: "ReceiptKitServerTests",
             dependencies: [
                 "ReceiptKitServer",
+                "ServerSupport",
                 "CServerTestOpenSSL",
                 "AppStoreServerAPI",
                 "AppStoreServerAPIFake",
@@ -115,6 +125,7 @@ let package = Package(
             name: "AppStoreServerAPI",
             dependencies: [
                 .product(name: "ReceiptKit", package: "ReceiptKit"),
+                "ServerSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -140,6 +151,11 @@ let package = Package(
                 .product(name: "ReceiptKit", package: "ReceiptKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                // The performance test of Retention Messaging calls the configured Get Retention
+                // Message URL, as Apple does.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Tests/AppStoreServerAPIFake",
             swiftSettings: strictSettings
@@ -152,6 +168,9 @@ let package = Package(
                 "appstore-api",
                 .product(name: "ReceiptKit", package: "ReceiptKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // Raw requests to the fake (an image the client would refuse to send).
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

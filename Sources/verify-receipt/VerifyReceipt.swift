@@ -29,14 +29,17 @@ struct VerifyReceipt: ParsableCommand {
     @Option(help: ArgumentHelp("Validation time: 'signed' (the payload's signed date, default), 'now', or an ISO 8601 instant such as 2025-01-01T00:00:00Z.", valueName: "time"))
     var at: String = "signed"
 
-    @Option(name: .customLong("bundle-id"), help: "Require this bundle identifier.")
-    var bundleId: String?
+    @Option(name: .customLong("bundle-id"), help: ArgumentHelp("Accept this app's payloads only (repeatable, or a comma list: each one accepted).", valueName: "id"))
+    var bundleIds: [String] = []
 
-    @Option(name: .customLong("app-apple-id"), help: "Require this App Apple ID.")
+    @Option(name: .customLong("app-apple-id"), help: ArgumentHelp("The App Apple ID of the one --bundle-id (or, alone, of any app); for several apps, use --app.", valueName: "n"))
     var appAppleId: Int64?
 
-    @Option(help: "Require this environment: Production, Sandbox, Xcode or LocalTesting.")
-    var environment: String?
+    @Option(name: .customLong("app"), help: ArgumentHelp("Accept this app's payloads, its App Apple ID checked when given (repeatable, or a comma list).", valueName: "bundle-id[:app-apple-id]"))
+    var apps: [String] = []
+
+    @Option(name: .customLong("environment"), help: ArgumentHelp("Accept this environment's payloads only: Production, Sandbox, Xcode or LocalTesting (repeatable, or a comma list).", valueName: "name"))
+    var environments: [String] = []
 
     @Option(help: "Verify every input as this kind: transaction, renewal_info, notification, app_transaction, realtime_request, receipt.")
     var kind: String?
@@ -232,13 +235,11 @@ struct VerifyReceipt: ParsableCommand {
                 throw ValidationError(error.message)
             }
         }
-        configuration.bundleId = bundleId
-        configuration.appAppleId = appAppleId
-        if let environment {
-            guard let parsed = AppStoreEnvironment(rawValue: environment) else {
-                throw ValidationError("--environment must be one of \(AppStoreEnvironment.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            configuration.environment = parsed
+        configuration.apps = try makeApps()
+        do {
+            configuration.environments = try AppStoreVerifier.Configuration.environments(parsing: environments)
+        } catch let error as ReceiptKitError {
+            throw ValidationError("--environment: \(error.reason)")
         }
         switch at {
         case "signed": configuration.validationTime = .signedDate
@@ -261,6 +262,29 @@ struct VerifyReceipt: ParsableCommand {
             configuration.deviceIdentifier = device
         }
         return configuration
+    }
+
+    /// The apps `--bundle-id`, `--app` and `--app-apple-id` name: every bundle id once, and
+    /// `--app-apple-id` only with at most one `--bundle-id` and no `--app` (the single-app form),
+    /// so that it is never a question which app it belongs to.
+    private func makeApps() throws -> [AppStoreVerifier.App] {
+        if let paired = bundleIds.first(where: { $0.contains(":") }) {
+            throw ValidationError("--bundle-id \(paired): give an app with its App Apple ID as --app BUNDLE_ID:APP_APPLE_ID")
+        }
+        var apps: [AppStoreVerifier.App]
+        do {
+            apps = try AppStoreVerifier.Configuration.apps(parsing: bundleIds + self.apps)
+        } catch let error as ReceiptKitError {
+            throw ValidationError("--bundle-id, --app: \(error.reason)")
+        }
+        if let appAppleId {
+            guard self.apps.isEmpty, apps.count <= 1 else {
+                throw ValidationError(
+                    "--app-apple-id goes with one --bundle-id; for several apps, give each its own as --app BUNDLE_ID:APP_APPLE_ID")
+            }
+            apps = [apps.first?.bundleId.map { .init(bundleId: $0, appAppleId: appAppleId) } ?? .init(appAppleId: appAppleId)]
+        }
+        return apps
     }
 
     /// Parses `--state` and `--as-of`, and creates the state file up front, so an unwritable path

@@ -1,8 +1,10 @@
 public import AsyncHTTPClient
 public import Foundation
 public import ReceiptKit
+import ServerSupport
 
-/// A client of Apple's App Store Server API (1.21) that verifies everything Apple answers.
+/// A client of Apple's App Store Server API (1.21) and Retention Messaging API (1.5) that verifies
+/// everything Apple answers.
 ///
 /// Every signed item of an answer — transactions, renewal infos, app transactions,
 /// notifications — is verified by the ``AppStoreVerifier`` the client is given and returned as
@@ -439,11 +441,11 @@ public struct AppStoreServerAPIClient: Sendable {
 
     // MARK: Requests
 
-    private func get<Answer: Decodable>(_ path: [String], query: [(String, String)] = []) async throws -> Answer {
+    func get<Answer: Decodable>(_ path: [String], query: [(String, String)] = []) async throws -> Answer {
         try await send(.GET, path, query: query, retry: .allFailures)
     }
 
-    private func send<Answer: Decodable>(
+    func send<Answer: Decodable>(
         _ method: HTTPMethodName, _ path: [String], query: [(String, String)] = [], body: [UInt8]? = nil,
         retry: RetryScope = .allFailures
     ) async throws -> Answer {
@@ -456,13 +458,16 @@ public struct AppStoreServerAPIClient: Sendable {
         }
     }
 
-    private func sendWithoutAnswer(
-        _ method: HTTPMethodName, _ path: [String], body: [UInt8]? = nil, retry: RetryScope = .allFailures
+    /// Sends a request whose 2xx answer has no body the caller needs (Apple's is empty).
+    func sendWithoutAnswer(
+        _ method: HTTPMethodName, _ path: [String], query: [(String, String)] = [], body: [UInt8]? = nil,
+        contentType: String = "application/json", retry: RetryScope = .allFailures
     ) async throws {
-        _ = try await transport.send(Request(method: method, path: path, query: [], body: body, retry: retry))
+        _ = try await transport.send(
+            Request(method: method, path: path, query: query, body: body, retry: retry, contentType: contentType))
     }
 
-    private func encode(_ value: some Encodable) throws -> [UInt8] {
+    func encode(_ value: some Encodable) throws -> [UInt8] {
         do {
             return Array(try JSONEncoder().encode(value))
         } catch {
@@ -480,10 +485,9 @@ public struct UUIDString: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Throws: ``AppStoreServerAPIError`` `invalid_request` when it is not.
     public init(_ text: String) throws {
-        let hex = Set("0123456789abcdef")
         let lower = text.lowercased()
         let groups = lower.split(separator: "-", omittingEmptySubsequences: false)
-        guard groups.map(\.count) == [8, 4, 4, 4, 12], groups.allSatisfy({ $0.allSatisfy(hex.contains) }) else {
+        guard groups.map(\.count) == [8, 4, 4, 4, 12], groups.allSatisfy({ Hex.isLowercase($0, count: $0.count) }) else {
             throw AppStoreServerAPIError(.invalidRequest, "'\(text)' is not a UUID")
         }
         self.value = lower

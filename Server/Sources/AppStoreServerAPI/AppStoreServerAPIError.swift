@@ -38,6 +38,9 @@ public struct AppStoreServerAPIError: Error, Sendable, Hashable, CustomStringCon
         public static let unsupportedEnvironment = Code("unsupported_environment")
         /// The call's own arguments cannot make a request (an empty identifier, say).
         public static let invalidRequest = Code("invalid_request")
+        /// An image for Retention Messaging is not what Apple accepts (a PNG without transparency,
+        /// of the size's dimensions): the reason names the rule. Nothing is sent.
+        public static let invalidImage = Code("invalid_image")
         /// The bearer token could not be signed.
         public static let signingFailed = Code("signing_failed")
     }
@@ -128,18 +131,72 @@ public struct APIErrorCode: Sendable, Hashable, CustomStringConvertible {
     public static let invalidPaginationToken = APIErrorCode(rawValue: 4_000_014)
     /// 4000017: the pagination token expired.
     public static let paginationTokenExpired = APIErrorCode(rawValue: 4_000_017)
+    /// 4000023: the product identifier is invalid.
+    public static let invalidProductId = APIErrorCode(rawValue: 4_000_023)
     /// 4000020: the test notification token is invalid.
     public static let invalidTestNotificationToken = APIErrorCode(rawValue: 4_000_020)
     /// 4000033: the app account token is invalid.
     public static let invalidAppAccountToken = APIErrorCode(rawValue: 4_000_033)
     /// 4000043: the transaction is not consumable.
     public static let invalidTransactionNotConsumable = APIErrorCode(rawValue: 4_000_043)
+    /// 4000048: the endpoint does not take an app transaction id.
+    public static let appTransactionIdNotSupported = APIErrorCode(rawValue: 4_000_048)
+    /// 4000161: Retention Messaging: the uploaded image is invalid (`InvalidImageError`).
+    public static let invalidImage = APIErrorCode(rawValue: 4_000_161)
+    /// 4000162: Retention Messaging: the message's header is too long (`HeaderTooLongError`).
+    public static let headerTooLong = APIErrorCode(rawValue: 4_000_162)
+    /// 4000163: Retention Messaging: the message's body is too long (`BodyTooLongError`).
+    public static let bodyTooLong = APIErrorCode(rawValue: 4_000_163)
+    /// 4000164: Retention Messaging: the locale is invalid (`InvalidLocaleError`).
+    public static let invalidLocale = APIErrorCode(rawValue: 4_000_164)
+    /// 4000175: Retention Messaging: an image's alternative text is too long (`AltTextTooLongError`).
+    public static let altTextTooLong = APIErrorCode(rawValue: 4_000_175)
+    /// 4000185: the endpoint does not take a Family Sharing transaction.
+    public static let familyTransactionNotSupported = APIErrorCode(rawValue: 4_000_185)
+    /// 4000187: the endpoint takes an original transaction id only.
+    public static let transactionIdNotOriginalTransactionId = APIErrorCode(rawValue: 4_000_187)
+    /// 4000211: Retention Messaging: the performance test request is invalid
+    /// (`InvalidPerformanceTestRequestError`).
+    public static let invalidPerformanceTestRequest = APIErrorCode(rawValue: 4_000_211)
+    /// 4000212: Retention Messaging: the performance test's request id is invalid (`InvalidRequestIdError`).
+    public static let invalidRequestId = APIErrorCode(rawValue: 4_000_212)
+    /// 4000213: Retention Messaging: a performance test is already running
+    /// (`ExistingPerformanceTestRunError`).
+    public static let existingPerformanceTestRun = APIErrorCode(rawValue: 4_000_213)
+    /// 4000215: Retention Messaging: the realtime URL is invalid (`BadRequestRealtimeUrlError`).
+    public static let badRequestRealtimeURL = APIErrorCode(rawValue: 4_000_215)
+    /// 4000216: Retention Messaging: the image size is invalid (`BadRequestImageSizeError`).
+    public static let badRequestImageSize = APIErrorCode(rawValue: 4_000_216)
+    /// 4000218: Retention Messaging: the message has too many bullet points
+    /// (`BadRequestTooManyBulletPointsError`).
+    public static let badRequestTooManyBulletPoints = APIErrorCode(rawValue: 4_000_218)
+    /// 4000219: Retention Messaging: a bullet point's text is too long
+    /// (`BadRequestBulletPointTextTooLongError`).
+    public static let badRequestBulletPointTextTooLong = APIErrorCode(rawValue: 4_000_219)
+    /// 4000224: Retention Messaging: `ABOVE_IMAGE` without an image
+    /// (`BadRequestAboveImageRequiresAnImageError`).
+    public static let badRequestAboveImageRequiresAnImage = APIErrorCode(rawValue: 4_000_224)
     /// 4030004: the subscription doesn't qualify for a renewal date extension.
     public static let subscriptionExtensionIneligible = APIErrorCode(rawValue: 4_030_004)
     /// 4030005: the subscription's renewal date can't be extended further.
     public static let subscriptionMaxExtension = APIErrorCode(rawValue: 4_030_005)
     /// 4030007: the family-shared subscription can't be extended.
     public static let familySharedSubscriptionExtensionIneligible = APIErrorCode(rawValue: 4_030_007)
+    /// 4030014: Retention Messaging: the app has the most images Apple keeps (2000)
+    /// (`MaximumNumberOfImagesReachedError`).
+    public static let maximumNumberOfImagesReached = APIErrorCode(rawValue: 4_030_014)
+    /// 4030016: Retention Messaging: the app has the most messages Apple keeps (2000)
+    /// (`MaximumNumberOfMessagesReachedError`).
+    public static let maximumNumberOfMessagesReached = APIErrorCode(rawValue: 4_030_016)
+    /// 4030017: Retention Messaging: the message is not `APPROVED` (`MessageNotApprovedError`).
+    public static let messageNotApproved = APIErrorCode(rawValue: 4_030_017)
+    /// 4030018: Retention Messaging: an image of the message is not `APPROVED` (`ImageNotApprovedError`).
+    public static let imageNotApproved = APIErrorCode(rawValue: 4_030_018)
+    /// 4030019: Retention Messaging: a message uses the image (`ImageInUseError`).
+    public static let imageInUse = APIErrorCode(rawValue: 4_030_019)
+    /// 4030026: Retention Messaging: a production realtime URL needs a passed performance test
+    /// (`ForbiddenNoPassingTestError`).
+    public static let forbiddenNoPassingTest = APIErrorCode(rawValue: 4_030_026)
     /// 4040001: the account was not found.
     public static let accountNotFound = APIErrorCode(rawValue: 4_040_001)
     /// 4040003: the app was not found.
@@ -154,6 +211,21 @@ public struct APIErrorCode: Sendable, Hashable, CustomStringConvertible {
     public static let statusRequestNotFound = APIErrorCode(rawValue: 4_040_009)
     /// 4040010: the transaction id was not found.
     public static let transactionIdNotFound = APIErrorCode(rawValue: 4_040_010)
+    /// 4040014: Retention Messaging: the image was not found (`ImageNotFoundError`).
+    public static let imageNotFound = APIErrorCode(rawValue: 4_040_014)
+    /// 4040015: Retention Messaging: the message was not found (`MessageNotFoundError`).
+    public static let messageNotFound = APIErrorCode(rawValue: 4_040_015)
+    /// 4040018: Retention Messaging: the performance test was not found (`PerformanceTestRunNotFoundError`).
+    public static let performanceTestRunNotFound = APIErrorCode(rawValue: 4_040_018)
+    /// 4040020: Retention Messaging: no default message is configured for the product and locale
+    /// (`DefaultMessageNotFoundError`).
+    public static let defaultMessageNotFound = APIErrorCode(rawValue: 4_040_020)
+    /// 4040021: Retention Messaging: no realtime URL is configured (`RealtimeUrlNotFoundError`).
+    public static let realtimeURLNotFound = APIErrorCode(rawValue: 4_040_021)
+    /// 4090000: Retention Messaging: an image with this identifier exists (`ImageAlreadyExistsError`).
+    public static let imageAlreadyExists = APIErrorCode(rawValue: 4_090_000)
+    /// 4090001: Retention Messaging: a message with this identifier exists (`MessageAlreadyExistsError`).
+    public static let messageAlreadyExists = APIErrorCode(rawValue: 4_090_001)
     /// 4290000: the rate limit was exceeded.
     public static let rateLimitExceeded = APIErrorCode(rawValue: 4_290_000)
     /// 5000000: a general internal error.

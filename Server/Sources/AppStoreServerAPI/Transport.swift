@@ -4,10 +4,11 @@ import NIOCore
 import NIOHTTP1
 import ReceiptKit
 import Synchronization
+import ServerSupport
 
 /// The HTTP methods the API uses.
 enum HTTPMethodName: String, Sendable {
-    case GET, POST, PUT
+    case GET, POST, PUT, DELETE
 }
 
 /// Which failures a request may be retried after.
@@ -27,6 +28,8 @@ struct Request: Sendable {
     let query: [(String, String)]
     let body: [UInt8]?
     let retry: RetryScope
+    /// The body's media type: JSON for every endpoint but Upload Image (`image/png`).
+    var contentType = "application/json"
 }
 
 /// Signs bearer tokens and reuses one until a minute before it expires.
@@ -123,8 +126,7 @@ struct Transport: Sendable {
     }
 
     static func seconds(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        return String(format: "%.3g", Double(seconds) + Double(attoseconds) / 1e18)
+        String(format: "%.3g", duration.inSeconds)
     }
 
     /// One failed attempt, with what decides whether to retry.
@@ -156,7 +158,7 @@ struct Transport: Sendable {
         http.headers.add(name: "Accept", value: "application/json")
         http.headers.add(name: "User-Agent", value: "ReceiptKit-AppStoreServerAPI")
         if let body = request.body {
-            http.headers.add(name: "Content-Type", value: "application/json")
+            http.headers.add(name: "Content-Type", value: request.contentType)
             http.body = .bytes(ByteBuffer(bytes: body))
         }
         let status: Int
@@ -165,7 +167,7 @@ struct Transport: Sendable {
         do {
             // AsyncHTTPClient's own deadline ends when the head arrives: the race also bounds the body.
             (status, headers, body) = try await Self.within(timeout) { [httpClient, configuration, http] in
-                let response = try await httpClient.execute(http, timeout: .nanoseconds(Self.nanoseconds(timeout)))
+                let response = try await httpClient.execute(http, timeout: .nanoseconds(timeout.wholeNanoseconds))
                 var buffer = try await response.body.collect(upTo: configuration.maximumResponseSize)
                 return (Int(response.status.code), response.headers, buffer.readBytes(length: buffer.readableBytes) ?? [])
             }
@@ -232,7 +234,7 @@ struct Transport: Sendable {
             let wait = retryAfter(headers)
             return Failure(
                 kind: .rateLimited,
-                error: error(.rateLimited, "Apple's rate limit was reached (\(answer))", retryAfter: wait.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }),
+                error: error(.rateLimited, "Apple's rate limit was reached (\(answer))", retryAfter: wait.map(\.inSeconds)),
                 retryAfter: wait)
         case 500...599:
             return Failure(kind: .serverError, error: error(.serverError, "Apple's server failed (\(answer))"), retryAfter: nil)
@@ -241,13 +243,22 @@ struct Transport: Sendable {
         }
     }
 
-    /// `Retry-After` as a wait: delta-seconds, or an HTTP date (RFC 9110 §10.2.3) read against the clock.
+    /// A number in `Retry-After` at least this large is Apple's UNIX time in milliseconds, not
+    /// RFC 9110's delta-seconds: as seconds it would be a wait of over three thousand years, and
+    /// as milliseconds it is an instant after March 1973.
+    static let unixMillisecondsThreshold: Int64 = 100_000_000_000
+
+    /// `Retry-After` as a wait: delta-seconds or an HTTP date (RFC 9110 §10.2.3), or the UNIX
+    /// time in milliseconds that Apple documents for its rate limits ("Identifying rate
+    /// limits"); an instant is read against the clock.
     private func retryAfter(_ headers: HTTPHeaders) -> Duration? {
         guard let value = headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
             return nil
         }
-        if value.allSatisfy(\.isASCIIDigit), let seconds = Int64(value) {
-            return .seconds(seconds)
+        if value.allSatisfy(\.isASCIIDigit), let number = Int64(value) {
+            guard number >= Self.unixMillisecondsThreshold else { return .seconds(number) }
+            let now = Int64((clock().timeIntervalSince1970 * 1000).rounded(.down))
+            return .milliseconds(max(0, number - now))
         }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -258,10 +269,6 @@ struct Transport: Sendable {
         return .milliseconds(milliseconds)
     }
 
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
 
     /// The base URL, the percent-encoded path segments, and the query.
     func url(for request: Request) -> String {

@@ -26,7 +26,7 @@ struct AppStoreAPI: AsyncParsableCommand {
             TransactionCommand.self, HistoryCommand.self, StatusesCommand.self, RefundsCommand.self, OrderCommand.self,
             AppTransactionCommand.self, NotificationsCommand.self, TestNotificationCommand.self, ConsumptionCommand.self,
             SetAppAccountTokenCommand.self, FinishCommand.self, ExtendCommand.self, ExtendAllCommand.self,
-            ExtendStatusCommand.self, SignCommand.self,
+            ExtendStatusCommand.self, MessagingCommand.self, SignCommand.self,
         ])
 
     /// Exit statuses beyond ArgumentParser's own (0 success, 64 usage).

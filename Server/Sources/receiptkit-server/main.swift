@@ -1,6 +1,9 @@
 // receiptkit-server: reads its configuration from the environment (see ServerConfiguration),
 // migrates the database and serves until SIGTERM or SIGINT, finishing the requests in flight.
 //
+// receiptkit-server token new NAME SCOPE: prints a fresh API token on standard output, then the
+// line of RECEIPTKIT_API_TOKENS_FILE that accepts it (the token's SHA-256, never the token).
+//
 // receiptkit-server sync --from FILE: backfills from Apple the customers of FILE (one transaction
 // id per line, optionally a tab and a customer id), resumably (see BulkSync); exits 0 when every
 // line synced, 1 when some line failed, 75 when Apple stayed unavailable, 78 for a configuration
@@ -29,6 +32,23 @@ if !NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGloba
     logger.notice("Swift Concurrency keeps its own thread pool: this runtime cannot run tasks on the event loops")
 }
 
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "token" {
+    guard arguments.count == 4, arguments[1] == "new", let scope = TokenScope(rawValue: arguments[3]),
+          !arguments[2].isEmpty, !arguments[2].contains(where: { $0.isWhitespace || $0 == "#" })
+    else {
+        FileHandle.standardError.write(Data(
+            "usage: receiptkit-server token new NAME SCOPE (NAME without spaces or #; SCOPE read, write or admin)\n".utf8))
+        exit(64)  // EX_USAGE
+    }
+    let (token, line) = APITokens.generate(name: arguments[2], scope: scope)
+    print(token)
+    print(line)
+    FileHandle.standardError.write(Data(
+        "give the first line to the client; add the second to RECEIPTKIT_API_TOKENS_FILE and send the server SIGHUP\n".utf8))
+    exit(0)
+}
+
 let configuration: ServerConfiguration
 do {
     configuration = try ServerConfiguration(environment: ProcessInfo.processInfo.environment)
@@ -37,10 +57,9 @@ do {
     exit(78)  // EX_CONFIG
 }
 
-let arguments = Array(CommandLine.arguments.dropFirst())
 if let command = arguments.first {
     guard command == "sync", arguments.count == 3, arguments[1] == "--from" else {
-        FileHandle.standardError.write(Data("usage: receiptkit-server [sync --from FILE]\n".utf8))
+        FileHandle.standardError.write(Data("usage: receiptkit-server [sync --from FILE | token new NAME SCOPE]\n".utf8))
         exit(64)  // EX_USAGE
     }
     do {

@@ -16,20 +16,25 @@ import Synchronization
 /// that instant — or, when there are none, one made from each transaction. ``enqueue(_:path:)`` makes
 /// the next matching request fail as Apple can (an error body, 401, 429 with `Retry-After`,
 /// 500, a stalled answer); ``forgedTransactionIds`` are signed by a key the chain does not
-/// certify. Every request is recorded (``requests``).
+/// certify. Every request is recorded (``requests``). The Retention Messaging API is
+/// ``retention``, stateful as Apple is for one app.
 public final class FakeAppStoreServerAPI: Sendable {
     /// What a token must carry.
     public struct Credentials: Sendable {
         public var keyId: String
         public var issuerId: String
         public var bundleId: String
+        /// The team's other apps the key serves, by bundle id, with their App Apple ID: a token's
+        /// `bid` may name one, and the answer is that app's (its transactions, its ids).
+        public var otherApps: [String: Int64]
         /// The In-App Purchase key's public half: token signatures are checked under it.
         public var publicKey: ES256PublicKey
 
-        public init(keyId: String, issuerId: String, bundleId: String, publicKey: ES256PublicKey) {
+        public init(keyId: String, issuerId: String, bundleId: String, otherApps: [String: Int64] = [:], publicKey: ES256PublicKey) {
             self.keyId = keyId
             self.issuerId = issuerId
             self.bundleId = bundleId
+            self.otherApps = otherApps
             self.publicKey = publicKey
         }
     }
@@ -46,8 +51,11 @@ public final class FakeAppStoreServerAPI: Sendable {
 
         func sign(_ object: [String: Any]) -> String {
             // The fake's own JSON of its own values: serialization cannot fail.
-            let json = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-            return (try? key.compactJWS(payload: Array(json), certificateChain: chain)) ?? ""
+            sign(payloadJSON: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
+        }
+
+        func sign(payloadJSON: Data) -> String {
+            (try? key.compactJWS(payload: Array(payloadJSON), certificateChain: chain)) ?? ""
         }
     }
 
@@ -62,11 +70,16 @@ public final class FakeAppStoreServerAPI: Sendable {
         public var purchaseDate: Int64
         public var expiresDate: Int64?
         public var revocationDate: Int64?
+        /// The app it was bought in: one of ``Credentials/otherApps``, or `nil` for the
+        /// credentials' own.
+        public var bundleId: String?
 
         public init(
             transactionId: String, originalTransactionId: String, productId: String, type: String,
-            subscriptionGroupIdentifier: String? = nil, purchaseDate: Int64, expiresDate: Int64? = nil, revocationDate: Int64? = nil
+            subscriptionGroupIdentifier: String? = nil, purchaseDate: Int64, expiresDate: Int64? = nil, revocationDate: Int64? = nil,
+            bundleId: String? = nil
         ) {
+            self.bundleId = bundleId
             self.transactionId = transactionId
             self.originalTransactionId = originalTransactionId
             self.productId = productId
@@ -161,6 +174,8 @@ public final class FakeAppStoreServerAPI: Sendable {
         public let path: String
         public let query: [(String, String)]
         public let body: [UInt8]
+        /// The `Content-Type` the request carried.
+        public let contentType: String?
         /// The token's claims, when the token was accepted.
         public let claims: [String: String]
         /// Why the token was refused, when it was.
@@ -187,6 +202,9 @@ public final class FakeAppStoreServerAPI: Sendable {
     public let credentials: Credentials
     public let environment: String
     public let appAppleId: Int64
+    /// The Retention Messaging API: images, messages, default messages, the realtime URL and
+    /// the performance test, with its own state.
+    public let retention: FakeRetentionMessaging
     /// The `signedDate` of everything the fake signs (a chain is validated at it). Move it
     /// forward to play time passing at Apple: a transaction signed again (a refund, say) is then
     /// a new copy, as Apple's are.
@@ -217,6 +235,7 @@ public final class FakeAppStoreServerAPI: Sendable {
         self.forger = forger
         self.environment = environment
         self.appAppleId = appAppleId
+        self.retention = FakeRetentionMessaging(environment: environment)
         self.clock = clock
         self.state.withLock { $0.signedDate = signedDate }
     }
@@ -292,6 +311,8 @@ public final class FakeAppStoreServerAPI: Sendable {
             },
             logger: logger)
         return try await withThrowingTaskGroup(of: Result?.self) { group in
+            // The performance tests the body started end with the fake.
+            defer { retention.stop() }
             group.addTask {
                 // A server that could not start ends the wait for its port, not only its task.
                 defer { continuation.finish() }
@@ -318,16 +339,18 @@ public final class FakeAppStoreServerAPI: Sendable {
     // MARK: Answers
 
     private func respond(_ request: Request) async throws -> Response {
-        var body = try await request.body.collect(upTo: 1 << 20)
+        // An uploaded PNG may be a few MiB; every other body is small.
+        var body = try await request.body.collect(upTo: 16 << 20)
         let bodyBytes = body.readBytes(length: body.readableBytes) ?? []
         let path = request.uri.path
         let query = Self.parseQuery(request.uri.query)
         let method = request.method.rawValue
         let authorization = request.headers[.authorization]
+        let contentType = request.headers[.contentType]
         let check = checkToken(authorization)
         let fault: Fault? = state.withLock { state in
             state.requests.append(RecordedRequest(
-                method: method, path: path, query: query, body: bodyBytes, claims: check.claims ?? [:],
+                method: method, path: path, query: query, body: bodyBytes, contentType: contentType, claims: check.claims ?? [:],
                 authorizationFailure: check.failure))
             guard let index = state.faults.firstIndex(where: { path.hasPrefix($0.path) }) else { return nil }
             return state.faults.remove(at: index).fault
@@ -358,7 +381,7 @@ public final class FakeAppStoreServerAPI: Sendable {
                     try await writer.finish(nil)
                 })
         }
-        return route(method: method, segments, query: query, body: bodyBytes)
+        return route(method: method, segments, query: query, body: bodyBytes, contentType: contentType, app: check.claims?["bid"] ?? credentials.bundleId)
     }
 
     /// The token check Apple makes: `Bearer` JWT, header `alg` ES256, `kid`, `typ` JWT; claims
@@ -380,7 +403,9 @@ public final class FakeAppStoreServerAPI: Sendable {
         }
         guard claims["iss"] as? String == credentials.issuerId else { return (nil, "iss is not the issuer id") }
         guard claims["aud"] as? String == "appstoreconnect-v1" else { return (nil, "aud is not appstoreconnect-v1") }
-        guard claims["bid"] as? String == credentials.bundleId else { return (nil, "bid is not \(credentials.bundleId)") }
+        guard let bid = claims["bid"] as? String, bid == credentials.bundleId || credentials.otherApps[bid] != nil else {
+            return (nil, "bid is not \(([credentials.bundleId] + credentials.otherApps.keys.sorted()).joined(separator: " or "))")
+        }
         guard let iat = (claims["iat"] as? NSNumber)?.int64Value, let exp = (claims["exp"] as? NSNumber)?.int64Value else {
             return (nil, "iat or exp is missing")
         }
@@ -393,8 +418,33 @@ public final class FakeAppStoreServerAPI: Sendable {
         return (strings, nil)
     }
 
-    private func route(method: String, _ path: [String], query: [(String, String)], body: [UInt8]) -> Response {
-        let state = state.withLock { $0 }
+    /// An app's App Apple ID.
+    private func appAppleId(of bundleId: String) -> Int64 {
+        bundleId == credentials.bundleId ? appAppleId : credentials.otherApps[bundleId] ?? appAppleId
+    }
+
+    /// The app a transaction was bought in.
+    private func bundleId(of transaction: Transaction) -> String {
+        transaction.bundleId ?? credentials.bundleId
+    }
+
+    /// Answers a request for `app` (its token's `bid`): only that app's purchases and
+    /// notifications are seen.
+    private func route(
+        method: String, _ path: [String], query: [(String, String)], body: [UInt8], contentType: String?, app: String
+    ) -> Response {
+        let appAppleId = self.appAppleId(of: app)
+        if let answer = retention.route(
+            method: method, path, query: query, body: body, contentType: contentType,
+            context: .init(appAppleId: appAppleId, signedDate: signedDate, transactions: transactions, sign: { [signer] in
+                signer.sign(payloadJSON: $0)
+            }))
+        {
+            return answer
+        }
+        var state = state.withLock { $0 }
+        state.transactions = state.transactions.filter { bundleId(of: $0) == app }
+        state.notifications = state.notifications.filter { bundleId(of: $0.transaction) == app }
         func known(_ id: String) -> Response? {
             guard !id.isEmpty, id.allSatisfy(\.isNumber) else {
                 return Self.json(["errorCode": 4_000_006, "errorMessage": "Invalid transaction id."], status: 400)
@@ -442,8 +492,8 @@ public final class FakeAppStoreServerAPI: Sendable {
             if let revoked = values("revoked").first { items = items.filter { ($0.revocationDate != nil) == (revoked == "true") } }
             if values("sort").first == "DESCENDING" { items.reverse() }
             return page(items, token: values("revision").first, state: state) { slice, next, hasMore in
-                ["revision": next, "hasMore": hasMore, "bundleId": self.credentials.bundleId,
-                 "appAppleId": self.appAppleId, "environment": self.environment,
+                ["revision": next, "hasMore": hasMore, "bundleId": app,
+                 "appAppleId": appAppleId, "environment": self.environment,
                  "signedTransactions": slice.map { self.sign($0, state) }]
             }
         }
@@ -473,7 +523,7 @@ public final class FakeAppStoreServerAPI: Sendable {
                 ])
             }
             return Self.json([
-                "environment": environment, "bundleId": credentials.bundleId, "appAppleId": appAppleId,
+                "environment": environment, "bundleId": app, "appAppleId": appAppleId,
                 "data": groups.keys.sorted().map { ["subscriptionGroupIdentifier": $0, "lastTransactions": groups[$0] ?? []] },
             ])
         }
@@ -486,7 +536,7 @@ public final class FakeAppStoreServerAPI: Sendable {
             let id = captured[0]
             if let refusal = known(id) { return refusal }
             return Self.json(["signedAppTransactionInfo": signer.sign([
-                "receiptType": environment, "appAppleId": appAppleId, "bundleId": credentials.bundleId,
+                "receiptType": environment, "appAppleId": appAppleId, "bundleId": app,
                 "applicationVersion": "42", "versionExternalIdentifier": 0, "receiptCreationDate": signedDate,
                 "originalPurchaseDate": 1_700_000_000_000, "originalApplicationVersion": "1", "signedDate": signedDate,
                 "appTransactionId": "704289572309870002", "originalPlatform": "iOS", "environment": environment,
@@ -525,7 +575,7 @@ public final class FakeAppStoreServerAPI: Sendable {
             let payload = signer.sign([
                 "notificationType": "TEST", "notificationUUID": UUID().uuidString.lowercased(), "version": "2.0",
                 "signedDate": signedDate,
-                "data": ["bundleId": credentials.bundleId, "appAppleId": appAppleId, "environment": environment],
+                "data": ["bundleId": app, "appAppleId": appAppleId, "environment": environment],
             ])
             self.state.withLock { $0.testNotifications[token] = payload }
             return Self.json(["testNotificationToken": token])
@@ -647,7 +697,7 @@ public final class FakeAppStoreServerAPI: Sendable {
     func transactionPayload(_ transaction: Transaction, signedDate: Int64? = nil) -> [String: Any] {
         var payload: [String: Any] = [
             "transactionId": transaction.transactionId, "originalTransactionId": transaction.originalTransactionId,
-            "bundleId": credentials.bundleId, "productId": transaction.productId, "purchaseDate": transaction.purchaseDate,
+            "bundleId": bundleId(of: transaction), "productId": transaction.productId, "purchaseDate": transaction.purchaseDate,
             "originalPurchaseDate": transaction.purchaseDate, "quantity": 1, "type": transaction.type,
             "inAppOwnershipType": "PURCHASED", "signedDate": signedDate ?? self.signedDate, "environment": environment,
             "transactionReason": "PURCHASE", "storefront": "USA", "storefrontId": "143441", "price": 4990, "currency": "USD",
@@ -713,7 +763,7 @@ public final class FakeAppStoreServerAPI: Sendable {
     private func sign(_ notification: Notification, _ state: State) -> String {
         let transaction = notification.transaction
         var data: [String: Any] = [
-            "bundleId": credentials.bundleId, "appAppleId": appAppleId, "environment": environment,
+            "bundleId": bundleId(of: transaction), "appAppleId": appAppleId(of: bundleId(of: transaction)), "environment": environment,
             "signedTransactionInfo": signer.sign(transactionPayload(transaction, signedDate: notification.signedDate)),
         ]
         if let renewal = notification.renewalInfo {

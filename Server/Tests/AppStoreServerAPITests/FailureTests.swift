@@ -120,6 +120,24 @@ struct FailureTests {
         }
     }
 
+    @Test("429 with Retry-After as Apple documents it, a UNIX time in milliseconds: waits until then")
+    func rateLimitedUnixMilliseconds() async throws {
+        let now = Date(timeIntervalSince1970: 1_780_000_000)
+        let until = Int64(now.timeIntervalSince1970 * 1000) + 1_000
+        let fake = try Fixture.fake(clock: { now })
+        fake.enqueue(.status(429, retryAfter: String(until)), path: "/inApps")
+        try await fake.run { baseURL in
+            // Read as delta-seconds, the number would ask for a wait of 56,000 years: the call
+            // would fail at once with rate_limited instead of waiting a second.
+            let client = try Fixture.client(baseURL, clock: { now })
+            let started = ContinuousClock.now
+            let item = try await client.transactionInfo("2000000100")
+            #expect(ContinuousClock.now - started >= .seconds(1))
+            #expect(item.verified.payload.transactionId == "2000000100")
+            #expect(fake.requests.count == 2)
+        }
+    }
+
     @Test("429 asking for longer than the overall timeout fails at once with rate_limited and the wait")
     func rateLimitedPastDeadline() async throws {
         let fake = try Fixture.fake()

@@ -163,6 +163,9 @@ final class ServerProcess: Sendable {
 
     func terminate() { process.terminate() }  // SIGTERM
 
+    /// Sends the process a signal (`SIGHUP`: read the API tokens' file again).
+    func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
     /// SIGKILL, if it still runs (a failed test's clean-up).
     func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }

@@ -108,17 +108,27 @@ public struct EntitlementLedger: Sendable, Hashable {
         }
     }
 
-    /// The keys a verified record's purchases are folded under, sorted; with `renewalInfoBundleId`,
-    /// also the key its renewal info joins (renewal infos carry no bundle id: a service that
-    /// verifies one app's data knows it).
+    /// The keys a verified record's purchases are folded under, and the key its renewal info
+    /// joins, sorted.
+    ///
+    /// A renewal info carries no bundle id. In the ledger it is kept by environment and original
+    /// transaction id and joins every key that has them, whatever its bundle id (Apple's original
+    /// transaction ids are unique across apps). Here it names the key under the bundle id of the
+    /// notification that carries it (`data.bundleId`, which the verifier matched to a configured
+    /// app, as it held the renewal info to that app), or else under `renewalInfoBundleId`. A
+    /// renewal info verified on its own while several apps are configured names no app: a store
+    /// looks up the keys it holds with the renewal info's environment and original transaction
+    /// id, as ``state(for:at:)`` does.
     ///
     /// - Parameters:
     ///   - record: A verified record.
-    ///   - renewalInfoBundleId: The bundle id to key the record's renewal info under, if any.
+    ///   - renewalInfoBundleId: The bundle id to key a renewal info under when the record does not
+    ///     name one (a renewal info on its own), if any.
     /// - Returns: The keys whose state the record can change.
     public static func keys(of record: VerificationRecord, renewalInfoBundleId: String? = nil) -> [SubscriptionKey] {
         var keys = Set(record.transactions.compactMap(SubscriptionKey.init))
-        if let bundleId = renewalInfoBundleId, let info = record.renewalInfo, let id = info.originalTransactionId {
+        if let bundleId = record.notification?.bundleId ?? renewalInfoBundleId, let info = record.renewalInfo,
+            let id = info.originalTransactionId {
             keys.insert(SubscriptionKey(bundleId: bundleId, environment: info.rawEnvironment ?? "", originalTransactionId: id))
         }
         return keys.sorted()

@@ -95,10 +95,12 @@ public struct SubscriptionState: Sendable, Hashable {
     init?(key: SubscriptionKey, transactions: [LedgerTransaction], renewalInfo: LedgerRenewalInfo?,
           lastSignedDate: Timestamp, at instant: Timestamp) {
         // Rule 2. When every known transaction was upgraded away, the purchase that replaced them
-        // is not here yet: the latest of them stands in, and its upgrade is not a refund.
+        // is not here yet: the latest of them stands in, and its upgrade is not a refund. The
+        // current transaction ranks highest (``LedgerCopy/Rank``: not upgraded, the later
+        // purchase, the later expiry), and among equals has the greater id.
         let upgradedOnly = transactions.allSatisfy(\.isUpgraded)
         let candidates = upgradedOnly ? transactions : transactions.filter { !$0.isUpgraded }
-        guard let current = candidates.max(by: { Self.isBefore($0, $1) }) else { return nil }
+        guard let current = candidates.max(by: { $0.rank != $1.rank ? $0.rank < $1.rank : $0.id < $1.id }) else { return nil }
 
         // Rule 3.
         let fresh = renewalInfo.flatMap { info in
@@ -159,14 +161,6 @@ public struct SubscriptionState: Sendable, Hashable {
             }
         }
         statusMayChangeAt = boundaries.filter { $0 > instant }.min()
-    }
-
-    /// The order that picks the current transaction: `purchaseDate`, then `expiresDate`, then
-    /// the transaction id (numerically when both are decimal digits).
-    private static func isBefore(_ lhs: LedgerTransaction, _ rhs: LedgerTransaction) -> Bool {
-        if lhs.purchaseDate != rhs.purchaseDate { return Timestamp.orderNilFirst(lhs.purchaseDate, rhs.purchaseDate) }
-        if lhs.expiresDate != rhs.expiresDate { return Timestamp.orderNilFirst(lhs.expiresDate, rhs.expiresDate) }
-        return lhs.id < rhs.id
     }
 
     /// Decimal ids compare as numbers (`"9" < "10"`); any other pair by UTF-8 bytes.

@@ -26,6 +26,8 @@ public struct VerificationRecord: Sendable {
     public let realtimeRequest: RealtimeRequest?
     /// The legacy receipt as decoded, for `kind == .receipt`.
     public let receipt: AppReceipt?
+    /// The configured app the payload belongs to (``Verified/matchedApp``); not printed.
+    public let matchedApp: AppStoreVerifier.App?
 
     init(
         kind: PayloadKind, environment: String?, validatedAt: Timestamp,
@@ -33,7 +35,7 @@ public struct VerificationRecord: Sendable {
         chain: ChainSummary,
         transactions: [NormalizedTransaction] = [], notification: NotificationPayload? = nil,
         renewalInfo: JWSRenewalInfo? = nil, app: NormalizedApp? = nil, realtimeRequest: RealtimeRequest? = nil,
-        receipt: AppReceipt? = nil
+        receipt: AppReceipt? = nil, matchedApp: AppStoreVerifier.App? = nil
     ) {
         self.kind = kind
         self.environment = environment
@@ -47,6 +49,7 @@ public struct VerificationRecord: Sendable {
         self.app = app
         self.realtimeRequest = realtimeRequest
         self.receipt = receipt
+        self.matchedApp = matchedApp
     }
 
     /// Writes the record as a JSON object whose first members are those `leading` writes (an

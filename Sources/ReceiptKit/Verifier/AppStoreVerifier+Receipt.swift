@@ -43,9 +43,9 @@ extension AppStoreVerifier {
                 "SHA-1 of device \(device), the opaque value and the bundle id is not the receipt's hash (attribute 5)")
         }
         let revocation = try checkRevocation(chain, signedAt: time)
-        try claims.check(receipt)
+        let match = try claims.check(receipt)
         return Verified(payload: receipt, chain: chain.summary, validatedAt: time, validationTimeSource: source,
-                        revocation: revocation)
+                        revocation: revocation, matchedApp: match.app)
     }
 
     /// Verifies a legacy receipt given as standard, padded base64 (how apps send it and how

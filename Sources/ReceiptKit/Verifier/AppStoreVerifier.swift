@@ -12,73 +12,11 @@ public import struct Foundation.Date
 /// let transaction = try verifier.verifyTransaction(jws)
 /// ```
 public struct AppStoreVerifier: Sendable {
-    /// What a verifier trusts and checks.
-    public struct Configuration: Sendable {
-        /// The roots to trust. Defaults to Apple's pinned roots.
-        public var anchors: TrustAnchors
-        /// When set, payloads that define a bundle identifier must carry exactly this one.
-        public var bundleId: String?
-        /// When set, payloads that carry an App Apple ID must carry this one; in
-        /// ``AppStoreEnvironment/production`` a missing one is refused too.
-        public var appAppleId: Int64?
-        /// When set, payloads must declare this environment.
-        public var environment: AppStoreEnvironment?
-        /// The instant chains are validated at. Defaults to the payload's signed date.
-        public var validationTime: ValidationTime
-        /// The largest JWS accepted, in bytes. Defaults to 64 KiB.
-        public var maximumJWSSize: Int
-        /// The largest legacy receipt accepted, in bytes of DER/BER (its base64 may be a third
-        /// longer). Defaults to 1 MiB.
-        public var maximumReceiptSize: Int
-        /// When set, a legacy receipt's device hash (attribute 5) must match this device.
-        public var deviceIdentifier: DeviceIdentifier?
-
-        /// How many validated headers and chains the verifier remembers (each).
-        public var cacheCapacity: Int
-        /// Whether and how certificates are checked for revocation. Defaults to off: no network.
-        public var revocation: RevocationPolicy
-
-        /// The default largest JWS: 64 KiB.
-        public static let defaultMaximumJWSSize = 64 * 1024
-        /// The default largest legacy receipt: 1 MiB of DER/BER. Apple's receipts grow with every
-        /// purchase (a real 187-purchase receipt is 79 KB), so this leaves room for about 2,500.
-        public static let defaultMaximumReceiptSize = 1024 * 1024
-
-        /// Creates a configuration.
-        ///
-        /// - Parameters:
-        ///   - anchors: The roots to trust.
-        ///   - bundleId: The expected bundle identifier, if checked.
-        ///   - appAppleId: The expected App Apple ID, if checked.
-        ///   - environment: The expected environment, if checked.
-        ///   - validationTime: When chains are validated.
-        ///   - maximumJWSSize: The largest JWS accepted, in bytes.
-        ///   - maximumReceiptSize: The largest legacy receipt accepted, in bytes of DER/BER.
-        ///   - deviceIdentifier: The device legacy receipts must have been issued to, if checked.
-        ///   - cacheCapacity: How many validated headers and chains to remember (0 disables it).
-        ///   - revocation: Whether and how certificates are checked for revocation (off: no network).
-        public init(
-            anchors: TrustAnchors = .apple, bundleId: String? = nil, appAppleId: Int64? = nil,
-            environment: AppStoreEnvironment? = nil, validationTime: ValidationTime = .signedDate,
-            maximumJWSSize: Int = defaultMaximumJWSSize, maximumReceiptSize: Int = defaultMaximumReceiptSize,
-            deviceIdentifier: DeviceIdentifier? = nil, cacheCapacity: Int = 256, revocation: RevocationPolicy = .off
-        ) {
-            self.cacheCapacity = cacheCapacity
-            self.revocation = revocation
-            self.anchors = anchors
-            self.bundleId = bundleId
-            self.appAppleId = appAppleId
-            self.environment = environment
-            self.validationTime = validationTime
-            self.maximumJWSSize = maximumJWSSize
-            self.maximumReceiptSize = maximumReceiptSize
-            self.deviceIdentifier = deviceIdentifier
-        }
-    }
-
     /// The configuration this verifier was created with.
     public let configuration: Configuration
     let clock: @Sendable () -> Date
+    /// The configuration's apps and environments, built once for lookup.
+    let claims: ClaimPolicy
     private let chainValidator: JWSChainValidator
     /// Headers already validated, found by their base64url segment: tokens signed by one leaf
     /// carry byte-identical headers, whose decoding costs more than the payload's.
@@ -97,6 +35,7 @@ public struct AppStoreVerifier: Sendable {
     public init(_ configuration: Configuration = Configuration(), clock: @escaping @Sendable () -> Date = { Date() }) {
         self.configuration = configuration
         self.clock = clock
+        self.claims = ClaimPolicy(apps: configuration.apps, environments: configuration.environments)
         self.chainValidator = JWSChainValidator(anchors: configuration.anchors, cacheCapacity: configuration.cacheCapacity)
         self.headerCache = HeaderCache(capacity: configuration.cacheCapacity)
         self.receiptChainCache = BoundedCache(capacity: configuration.cacheCapacity)
@@ -155,8 +94,9 @@ public struct AppStoreVerifier: Sendable {
     /// Verifies an App Store Server Notification V2 (`signedPayload`) and every JWS nested in it.
     ///
     /// A nested `signedTransactionInfo`, `signedRenewalInfo` or `signedAppTransactionInfo` is
-    /// verified with the same anchors, validation-time rule and claims; if any fails, the
-    /// notification is rejected with its error.
+    /// verified with the same anchors, validation-time rule and claims, and must be of the
+    /// notification's own app and environment where those are checked; if any fails, the
+    /// notification is rejected with its error, the field named.
     ///
     /// - Parameter signedPayload: The notification's compact JWS.
     /// - Returns: The verified notification and its verified nested payloads.
@@ -199,12 +139,14 @@ public struct AppStoreVerifier: Sendable {
     // MARK: Internals
 
     /// The one path of every signed payload kind: decodes the payload, authenticates it at its
-    /// own date (see ``SignedPayload/payloadDate``), then checks the claims.
-    private func verify<Payload: SignedPayload>(_ decoded: DecodedJWS, as _: Payload.Type) throws -> Verified<Payload> {
+    /// own date (see ``SignedPayload/payloadDate``), then checks the claims — for a JWS nested in
+    /// a notification, against the notification's match (`scope`).
+    private func verify<Payload: SignedPayload>(
+        _ decoded: DecodedJWS, as _: Payload.Type, within scope: ClaimPolicy.Match? = nil
+    ) throws -> Verified<Payload> {
         let payload = try decoded.payload(Payload.init(json:))
-        let verified = try authenticate(decoded, payload, date: payload.payloadDate)
-        try claims.check(payload)
-        return verified
+        let authentication = try authenticate(decoded, date: payload.payloadDate)
+        return Verified(payload: payload, authentication, matchedApp: try claims.check(payload, within: scope).app)
     }
 
     private func verify<Payload: SignedPayload>(bytes: [UInt8], as type: Payload.Type) throws -> Verified<Payload> {
@@ -213,18 +155,21 @@ public struct AppStoreVerifier: Sendable {
 
     private func verifyNotification(_ decoded: DecodedJWS) throws -> VerifiedNotification {
         let payload = try decoded.payload(NotificationPayload.init(json:))
-        let verified: Verified<NotificationPayload>
+        let authentication: Authentication
         if payload.signedDate == nil, configuration.validationTime == .signedDate {
             // The early-2022 shape has no signedDate: its instant is the latest signedDate of the
             // JWS nested in it, read before anything is trusted, from bytes its signature covers.
-            verified = try authenticate(decoded, payload, date: nestedSignedDate(of: payload), source: .nestedSignedDate)
+            authentication = try authenticate(decoded, date: nestedSignedDate(of: payload), source: .nestedSignedDate)
         } else {
-            verified = try authenticate(decoded, payload, date: payload.signedDate)
+            authentication = try authenticate(decoded, date: payload.signedDate)
         }
+        // The notification's own claims are checked last, as before; what they matched (when they
+        // hold) is what each nested JWS must match too: the same app and environment.
+        let match = Result { try claims.check(payload) }
         func nested<Nested: SignedPayload>(_ jws: [UInt8]?, _ field: String, as _: Nested.Type) throws -> Verified<Nested>? {
             guard let jws else { return nil }
             do {
-                return try verify(bytes: jws, as: Nested.self)
+                return try verify(decode(jws), as: Nested.self, within: try? match.get())
             } catch let error as ReceiptKitError {
                 throw ReceiptKitError(error.code, "\(field): \(error.reason)", underlyingError: error.underlyingError)
             }
@@ -234,15 +179,15 @@ public struct AppStoreVerifier: Sendable {
         let renewalInfo = try nested(payload.data?.signedRenewalInfoBytes, "data.signedRenewalInfo", as: JWSRenewalInfo.self)
         let appTransaction = try nested(
             payload.appData?.signedAppTransactionInfoBytes, "appData.signedAppTransactionInfo", as: AppTransaction.self)
-        try claims.check(payload)
         return VerifiedNotification(
-            notification: verified, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
+            notification: Verified(payload: payload, authentication, matchedApp: try match.get().app),
+            transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
     }
 
     /// The latest `signedDate` of the JWS nested in a notification, or `nil` when none carries one.
     ///
     /// The nested payloads are parsed, not yet verified: the dates are only as trustworthy as the
-    /// notification's signature over them, which ``authenticate(_:_:date:source:)`` then checks at
+    /// notification's signature over them, which ``authenticate(_:date:source:)`` then checks at
     /// the instant they give, before the nested JWS are verified in full, each at its own date.
     /// A nested JWS that cannot be decoded is rejected here with its field named.
     private func nestedSignedDate(of payload: NotificationPayload) throws -> Timestamp? {
@@ -266,11 +211,6 @@ public struct AppStoreVerifier: Sendable {
         return dates.compactMap { $0 }.max()
     }
 
-    var claims: ClaimPolicy {
-        ClaimPolicy(bundleId: configuration.bundleId, appAppleId: configuration.appAppleId,
-                    environment: configuration.environment)
-    }
-
     /// Splits and decodes a token: size, segments, header (unless already validated), payload JSON.
     private func decode(_ token: [UInt8]) throws -> DecodedJWS {
         let jws = try CompactJWS(token, maximumSize: configuration.maximumJWSSize)
@@ -284,9 +224,9 @@ public struct AppStoreVerifier: Sendable {
     ///
     /// A header validated before is reused while the validation time falls inside its chain's
     /// window; outside it, the chain is validated again from scratch, which reports the failure.
-    private func authenticate<Payload>(
-        _ decoded: DecodedJWS, _ payload: Payload, date: Timestamp?, source: ValidationTimeSource = .payloadDate
-    ) throws -> Verified<Payload> {
+    private func authenticate(
+        _ decoded: DecodedJWS, date: Timestamp?, source: ValidationTimeSource = .payloadDate
+    ) throws -> Authentication {
         let (time, resolvedSource) = configuration.validationTime.resolve(payloadDate: date, source: source, clock: clock)
         let chain: ValidatedChain
         let signingPrefix: SHA256Prefix?
@@ -312,8 +252,8 @@ public struct AppStoreVerifier: Sendable {
         }
         // Only a chain that validated and a signature that verified ever cause an OCSP request.
         let revocation = try checkRevocation(chain, signedAt: time)
-        return Verified(payload: payload, chain: chain.summary, validatedAt: time, validationTimeSource: resolvedSource,
-                        revocation: revocation)
+        return Authentication(chain: chain.summary, validatedAt: time, validationTimeSource: resolvedSource,
+                              revocation: revocation)
     }
 }
 

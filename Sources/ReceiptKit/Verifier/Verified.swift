@@ -11,15 +11,39 @@ public struct Verified<Payload: Sendable>: Sendable {
     public let validationTimeSource: ValidationTimeSource
     /// The chain's revocation result, or `nil` when the policy is ``RevocationPolicy/Mode/off``.
     public let revocation: RevocationResult?
+    /// The configured app the payload belongs to (see ``AppStoreVerifier/Configuration/apps``):
+    /// the one its bundle id names, or its App Apple ID where it carries no bundle id; for a
+    /// renewal info, its notification's app, or the only configured one. `nil` when no app is
+    /// configured or the payload names none of them (a renewal info verified on its own while
+    /// several apps are configured). The environment it matched is the one it declares.
+    public let matchedApp: AppStoreVerifier.App?
 
     init(payload: Payload, chain: ChainSummary, validatedAt: Timestamp,
-         validationTimeSource: ValidationTimeSource = .payloadDate, revocation: RevocationResult? = nil) {
+         validationTimeSource: ValidationTimeSource = .payloadDate, revocation: RevocationResult? = nil,
+         matchedApp: AppStoreVerifier.App? = nil) {
         self.payload = payload
         self.chain = chain
         self.validatedAt = validatedAt
         self.validationTimeSource = validationTimeSource
         self.revocation = revocation
+        self.matchedApp = matchedApp
     }
+
+    /// A payload authenticated as `authentication` says, whose claims matched `matchedApp`.
+    init(payload: Payload, _ authentication: Authentication, matchedApp: AppStoreVerifier.App?) {
+        self.init(payload: payload, chain: authentication.chain, validatedAt: authentication.validatedAt,
+                  validationTimeSource: authentication.validationTimeSource, revocation: authentication.revocation,
+                  matchedApp: matchedApp)
+    }
+}
+
+/// What authenticating a JWS established, before its claims are checked: the chain its signature
+/// verified under, the instant and its source, and the revocation result.
+struct Authentication {
+    let chain: ChainSummary
+    let validatedAt: Timestamp
+    let validationTimeSource: ValidationTimeSource
+    let revocation: RevocationResult?
 }
 
 /// A verified App Store Server Notification V2 together with its verified nested JWS.

@@ -55,6 +55,6 @@ extension VerificationRecord {
             kind: Payload.kind, environment: verified.payload.claims.environment, validatedAt: verified.validatedAt,
             validationTimeSource: verified.validationTimeSource, revocation: revocation, chain: verified.chain,
             transactions: transactions, notification: notification, renewalInfo: renewalInfo, app: app,
-            realtimeRequest: realtimeRequest, receipt: receipt)
+            realtimeRequest: realtimeRequest, receipt: receipt, matchedApp: verified.matchedApp)
     }
 }

@@ -87,6 +87,51 @@ struct EntitlementLedgerTests {
         #expect(EntitlementLedger.keys(of: renewalOnly, renewalInfoBundleId: "b").map(\.originalTransactionId) == ["7"])
     }
 
+    @Test("several apps: a notification's renewal info keys under its own app; one on its own names none, and joins by environment and id")
+    func keysOfSeveralApps() throws {
+        let pro = "com.receiptkit.pro"
+        let verifier = AppStoreVerifier(
+            .init(anchors: try Fixtures.testRootAnchors(), apps: [.init(bundleId: PurchaseHistory.bundleId), .init(bundleId: pro)],
+                  environments: [.sandbox]),
+            clock: Fixtures.fixedClock)
+        let renewal = try history.renewalInfoJWS(original: "7", signed: 2, autoRenew: false)
+        let notification = try verifier.verify(history.sign([
+            "notificationType": "DID_CHANGE_RENEWAL_STATUS", "notificationUUID": "u",
+            "signedDate": PurchaseHistory.day(2).millisecondsSince1970,
+            "data": ["bundleId": pro, "environment": "Sandbox", "signedRenewalInfo": renewal] as [String: Any],
+        ]))
+        let key = SubscriptionKey(bundleId: pro, environment: "Sandbox", originalTransactionId: "7")
+        #expect(EntitlementLedger.keys(of: notification) == [key])
+        #expect(EntitlementLedger.keys(of: notification, renewalInfoBundleId: PurchaseHistory.bundleId) == [key],
+                "the notification's own bundle id, which the verifier matched")
+
+        let alone = try verifier.verify(renewal)
+        #expect(alone.matchedApp == nil)
+        #expect(EntitlementLedger.keys(of: alone).isEmpty)
+        #expect(EntitlementLedger.keys(of: alone, renewalInfoBundleId: pro) == [key])
+
+        // In the ledger, the renewal info on its own joins the key of pro's transaction 7, and
+        // only that one: the other app's purchase 8 keeps its own state.
+        var transaction: [String: Any] = [
+            "transactionId": "7", "originalTransactionId": "7", "bundleId": pro, "productId": "m",
+            "type": "Auto-Renewable Subscription", "purchaseDate": PurchaseHistory.day(1).millisecondsSince1970,
+            "expiresDate": PurchaseHistory.day(31).millisecondsSince1970,
+            "signedDate": PurchaseHistory.day(1).millisecondsSince1970, "environment": "Sandbox",
+        ]
+        var ledger = EntitlementLedger()
+        ledger.add(try verifier.verify(history.sign(transaction)))
+        transaction["transactionId"] = "8"
+        transaction["originalTransactionId"] = "8"
+        transaction["bundleId"] = PurchaseHistory.bundleId
+        ledger.add(try verifier.verify(history.sign(transaction)))
+        ledger.add(alone)
+        let states = ledger.states(at: PurchaseHistory.day(3))
+        #expect(states.map(\.key) == [
+            SubscriptionKey(bundleId: PurchaseHistory.bundleId, environment: "Sandbox", originalTransactionId: "8"), key,
+        ])
+        #expect(states.map(\.willRenew) == [nil, false])
+    }
+
     @Test("a verified legacy receipt's in-app purchases count from its creation date; cancellation revokes")
     func legacyReceipt() throws {
         let verifier = AppStoreVerifier(

@@ -1,8 +1,8 @@
 import Hummingbird
 
-/// The console's page, script, style sheet and icon, embedded in the binary (no file beside it,
-/// nothing from another origin), each answered with headers that let the page run only its own
-/// script and style and never be framed:
+/// The console's page, script modules, style sheet and icon, embedded in the binary (no file
+/// beside it, nothing from another origin), each answered with headers that let the page run only
+/// its own script and style and never be framed:
 ///
 /// - `Content-Security-Policy`: ``contentSecurityPolicy`` — nothing but this origin's script,
 ///   style, images and `fetch`, no inline script or style, no `<base>`, no form posting, no
@@ -10,36 +10,75 @@ import Hummingbird
 /// - `X-Frame-Options: DENY`, `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`,
 ///   `Cross-Origin-Opener-Policy` and `Cross-Origin-Resource-Policy: same-origin`;
 /// - `Cache-Control: no-cache`, so that a new server's console is never mixed with an old one's.
+///
+/// The files are in `Assets/`, embedded at build time by SwiftPM (`resources: [.embedInCode(…)]` in
+/// `Package.swift`), which generates `PackageResources`, one `[UInt8]` per file named after it
+/// (`console.css` is `PackageResources.console_css`). Only the files ``files`` names are served.
 enum ConsoleAssets {
-    /// An embedded file.
+    /// An embedded file, as it is answered.
     struct Asset: Sendable {
-        let body: String
+        let body: ByteBuffer
         let contentType: String
+
+        init(_ bytes: [UInt8], contentType: String) {
+            body = ByteBuffer(bytes: bytes)
+            self.contentType = contentType
+        }
     }
 
     static let contentSecurityPolicy =
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
         + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-    /// The page. `tokenRequired` tells the script whether to ask for the API token before it
-    /// reads anything (a server on loopback without `RECEIPTKIT_API_TOKEN` needs none).
+    /// The page, `Assets/console.html`, whose `data-auth` tells the script whether to ask for the
+    /// API token before it reads anything.
+    ///
+    /// The file says `data-auth="token"`, so that the page as written asks for one; for a server
+    /// on loopback without `RECEIPTKIT_API_TOKEN`, which needs none, that one attribute is
+    /// answered as `data-auth="none"`. Called once, when the routes are built.
+    ///
+    /// - Parameter tokenRequired: Whether the API requires a token.
+    /// - Returns: The page's answer.
     static func page(tokenRequired: Bool) -> Asset {
-        Asset(body: ConsolePage.html(tokenRequired: tokenRequired), contentType: "text/html; charset=utf-8")
+        let html = String(decoding: PackageResources.console_html, as: UTF8.self)
+        let marker = #"data-auth="token""#
+        // The file is compiled in: a page without the switch is a build that must not serve.
+        precondition(html.ranges(of: marker).count == 1, "console.html carries \(marker) exactly once")
+        let page = tokenRequired ? html : html.replacing(marker, with: #"data-auth="none""#)
+        return Asset(Array(page.utf8), contentType: "text/html; charset=utf-8")
     }
 
-    /// The asset of a file name under `/console/`, or `nil`.
+    /// The asset of a file name under `/console/`, or `nil` for any name not in ``files``.
     static func asset(named name: String) -> Asset? {
-        switch name {
-        case "console.js": Asset(body: ConsoleScript.text, contentType: "text/javascript; charset=utf-8")
-        case "console.css": Asset(body: ConsoleStyle.text, contentType: "text/css; charset=utf-8")
-        case "icon.svg": Asset(body: icon, contentType: "image/svg+xml")
-        default: nil
-        }
+        files[name]
     }
 
-    static let icon = #"""
-        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1d4ed8"/><path d="M8 21h16M8 15h10M8 9h16" stroke="#fff" stroke-width="3" stroke-linecap="round"/></svg>
-        """#
+    /// Every file served under `/console/` besides the page: the allow-list.
+    static let files: [String: Asset] = [
+        "console.css": Asset(PackageResources.console_css, contentType: "text/css; charset=utf-8"),
+        "icon.svg": Asset(PackageResources.icon_svg, contentType: "image/svg+xml"),
+        // The script: console.mjs, the page's one `<script type="module">`, and the modules it
+        // imports, each by `./NAME.mjs` (Server/Tests/ConsoleAssetsTests/modules.test.mjs links
+        // them and finds none unused).
+        "console.mjs": script(PackageResources.console_mjs),
+        "api.mjs": script(PackageResources.api_mjs),
+        "customer.mjs": script(PackageResources.customer_mjs),
+        "dom.mjs": script(PackageResources.dom_mjs),
+        "find.mjs": script(PackageResources.find_mjs),
+        "format.mjs": script(PackageResources.format_mjs),
+        "overview.mjs": script(PackageResources.overview_mjs),
+        "records.mjs": script(PackageResources.records_mjs),
+        "router.mjs": script(PackageResources.router_mjs),
+        "scale.mjs": script(PackageResources.scale_mjs),
+        "session.mjs": script(PackageResources.session_mjs),
+        "state.mjs": script(PackageResources.state_mjs),
+        "timeline.mjs": script(PackageResources.timeline_mjs),
+    ]
+
+    /// A JavaScript module: `text/javascript`, the type browsers require of a module script.
+    private static func script(_ bytes: [UInt8]) -> Asset {
+        Asset(bytes, contentType: "text/javascript; charset=utf-8")
+    }
 
     /// An asset's answer, with the security headers.
     static func response(_ asset: Asset) -> Response {
@@ -51,7 +90,7 @@ enum ConsoleAssets {
         for (name, value) in securityHeaders {
             if let field = HTTPFields.Element.Name(name) { headers[field] = value }
         }
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: asset.body)))
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: asset.body))
     }
 
     static let securityHeaders: KeyValuePairs<String, String> = [

@@ -21,15 +21,11 @@ struct ConsoleOverview {
 
     let environment: RouteEnvironment
 
-    /// The overview's JSON.
-    func json(now: Timestamp) async throws -> String {
-        var json = JSONObjectText()
-        json.member("as_of", now.iso8601)
-        json.member("subscriptions", json: try await subscriptions(now: now))
-        json.member("notifications", json: try await notifications(now: now))
-        json.member("reconciliation", json: try await reconciliation(now: now))
-        json.member("deliveries", json: try await deliveries(now: now))
-        return json.text
+    /// The overview's answer.
+    func answer(now: Timestamp) async throws -> Answer {
+        Answer(
+            asOf: now.iso8601, subscriptions: try await subscriptions(now: now), notifications: try await notifications(now: now),
+            reconciliation: try await reconciliation(now: now), deliveries: try await deliveries(now: now))
     }
 
     /// `{"total", "counted", "by_status": [{"status", "count"}], "by_product": [{"product_id",
@@ -38,7 +34,7 @@ struct ConsoleOverview {
     /// Each key's state is evaluated now as `GET /v1/subscriptions/{id}` evaluates it, one key
     /// after another, for the first ``subscriptionLimit`` keys — exact at this instant, where the
     /// feed's stored per-key status (`subscriptions.derived_status`) lags time by up to a sweep.
-    private func subscriptions(now: Timestamp) async throws -> String {
+    private func subscriptions(now: Timestamp) async throws -> Answer.Subscriptions {
         let store = environment.store
         let limit = Self.subscriptionLimit
         let (keys, total) = try await environment.read { try await store.subscriptionKeys(limit: limit) }
@@ -51,28 +47,15 @@ struct ConsoleOverview {
             byStatus[state.status, default: 0] += 1
             byProduct[state.productId ?? "", default: [:]][state.status, default: 0] += 1
         }
-        var json = JSONObjectText()
-        json.member("total", total)
-        json.member("counted", counted)
-        json.member("complete", keys.count == total)
-        json.member("by_status", json: Self.statusCounts(byStatus))
-        json.member("by_product", jsonArray: byProduct.sorted { $0.key < $1.key }.map { product, counts in
-            var object = JSONObjectText()
-            object.member("product_id", product)
-            object.member("total", counts.values.reduce(0, +))
-            object.member("by_status", json: Self.statusCounts(counts))
-            return object.text
-        })
-        return json.text
+        return Answer.Subscriptions(
+            total: total, counted: counted, complete: keys.count == total, byStatus: Self.statusCounts(byStatus),
+            byProduct: byProduct.sorted { $0.key < $1.key }.map { product, counts in
+                Answer.ProductCounts(productId: product, total: counts.values.reduce(0, +), byStatus: Self.statusCounts(counts))
+            })
     }
 
-    private static func statusCounts(_ counts: [SubscriptionStatus: Int]) -> String {
-        "[" + SubscriptionStatus.allCases.map { status in
-            var object = JSONObjectText()
-            object.member("status", status.rawValue)
-            object.member("count", counts[status] ?? 0)
-            return object.text
-        }.joined(separator: ",") + "]"
+    private static func statusCounts(_ counts: [SubscriptionStatus: Int]) -> [Answer.StatusCount] {
+        SubscriptionStatus.allCases.map { Answer.StatusCount(status: $0.rawValue, count: counts[$0] ?? 0) }
     }
 
     /// `{"since", "complete", "counted_from", "days": [{"day", "total", "by_type"}], "recent",
@@ -81,7 +64,7 @@ struct ConsoleOverview {
     /// The chart's notifications are read newest first down the events' primary key, in pages,
     /// until one received ``disorder`` before the chart's first day (or ``notificationLimit`` of
     /// them: `complete` is then false and `counted_from` says from when the days are whole).
-    private func notifications(now: Timestamp) async throws -> String {
+    private func notifications(now: Timestamp) async throws -> Answer.Notifications {
         let store = environment.store
         let today = now.millisecondsSince1970 - Self.positiveModulo(now.millisecondsSince1970, Self.day)
         let since = today - Int64(Self.days - 1) * Self.day
@@ -107,86 +90,67 @@ struct ConsoleOverview {
                 break
             }
         }
-        var json = JSONObjectText()
-        json.member("since", Timestamp(millisecondsSince1970: since).iso8601)
-        json.member("complete", complete)
-        json.member("counted_from", complete ? nil : oldest.map { Timestamp(millisecondsSince1970: $0).iso8601 })
-        json.member("days", jsonArray: (0..<Self.days).map { index in
-            let day = since + Int64(index) * Self.day
-            let types = perDay[day] ?? [:]
-            var object = JSONObjectText()
-            object.member("day", String(Timestamp(millisecondsSince1970: day).iso8601.prefix(10)))
-            object.member("total", types.values.reduce(0, +))
-            object.member("by_type", jsonArray: types.sorted { $0.key < $1.key }.map { type, count in
-                var pair = JSONObjectText()
-                pair.member("type", type)
-                pair.member("count", count)
-                return pair.text
-            })
-            return object.text
-        })
-        json.member("recent", jsonArray: try await recent())
-        json.member("rejected", json: rejected())
-        return json.text
+        return Answer.Notifications(
+            since: Timestamp(millisecondsSince1970: since).iso8601, complete: complete,
+            countedFrom: complete ? nil : oldest.map { Timestamp(millisecondsSince1970: $0).iso8601 },
+            days: (0..<Self.days).map { index in
+                let day = since + Int64(index) * Self.day
+                let types = perDay[day] ?? [:]
+                return Answer.Day(
+                    day: String(Timestamp(millisecondsSince1970: day).iso8601.prefix(10)), total: types.values.reduce(0, +),
+                    byType: types.sorted { $0.key < $1.key }.map { Answer.TypeCount(type: $0.key, count: $0.value) })
+            },
+            recent: try await recent(), rejected: rejected())
     }
 
     /// The last notifications stored (verified) and refused by this process, newest first.
-    private func recent() async throws -> [String] {
+    private func recent() async throws -> [Answer.Recent] {
         let store = environment.store
         let count = Self.recentCount
         let stored = try await environment.read { try await store.latestNotifications(limit: count) }
-        var items: [(at: Int64, json: String)] = []
-        for identified in stored {
-            let record = try StoredRecord(identified)
-            var object = JSONObjectText()
-            object.member("received_at", Timestamp(millisecondsSince1970: identified.receivedAt).iso8601)
-            object.member("result", "verified")
-            object.null("message")
-            object.member("type", record.notification?.type)
-            object.member("subtype", record.notification?.subtype)
-            object.member("notification_uuid", record.notification?.uuid)
+        var items: [(at: Int64, item: Answer.Recent)] = []
+        for input in stored {
+            let record = try StoredRecord(input)
             let transaction = record.transactions?.first
-            object.member(
-                "original_transaction_id",
-                transaction?.originalTransactionId ?? transaction?.transactionId ?? record.renewalInfo?.originalTransactionId)
-            object.member("product_id", transaction?.productId ?? record.renewalInfo?.productId)
-            items.append((identified.receivedAt, object.text))
+            items.append((input.receivedAt, Answer.Recent(
+                receivedAt: Timestamp(millisecondsSince1970: input.receivedAt).iso8601, result: "verified", message: nil,
+                stored: Answer.Recent.Stored(
+                    type: record.notification?.type, subtype: record.notification?.subtype, notificationUUID: record.notification?.uuid,
+                    originalTransactionId: transaction?.originalTransactionId ?? transaction?.transactionId
+                        ?? record.renewalInfo?.originalTransactionId,
+                    productId: transaction?.productId ?? record.renewalInfo?.productId))))
         }
         for rejection in environment.rejections.snapshot.recent.prefix(count) {
-            var object = JSONObjectText()
-            object.member("received_at", rejection.at.iso8601)
-            object.member("result", rejection.code)
-            object.member("message", rejection.message)
-            items.append((rejection.at.millisecondsSince1970, object.text))
+            items.append((rejection.at.millisecondsSince1970, Answer.Recent(
+                receivedAt: rejection.at.iso8601, result: rejection.code, message: rejection.message, stored: nil)))
         }
-        return items.sorted { $0.at > $1.at }.prefix(count).map(\.json)
+        return items.sorted { $0.at > $1.at }.prefix(count).map(\.item)
     }
 
     /// `{"since", "total", "by_code": [{"code", "count"}]}`: this process's refusals.
-    private func rejected() -> String {
+    private func rejected() -> Answer.Rejected {
         let summary = environment.rejections.snapshot
-        var json = JSONObjectText()
-        json.member("since", environment.rejections.since.iso8601)
-        json.member("total", summary.total)
-        json.member("by_code", jsonArray: summary.byCode.sorted { $0.key < $1.key }.map { code, count in
-            var object = JSONObjectText()
-            object.member("code", code)
-            object.member("count", count)
-            return object.text
-        })
-        return json.text
+        return Answer.Rejected(
+            since: environment.rejections.since.iso8601, total: summary.total,
+            byCode: summary.byCode.sorted { $0.key < $1.key }.map { Answer.CodeCount(code: $0.key, count: $0.value) })
     }
 
-    /// `{"enabled", "cursor", "lag_seconds"}`: whether the server reconciles with Apple, the
-    /// instant up to which Get Notification History was read, and how far behind now that is.
-    private func reconciliation(now: Timestamp) async throws -> String {
-        var json = JSONObjectText()
-        json.member("enabled", environment.apple != nil)
+    /// `{"enabled", "cursor", "lag_seconds", "pairs"}`: whether the server reconciles with Apple;
+    /// for each app and environment it calls Apple for, the instant up to which Get Notification
+    /// History was read and how far behind now that is; at the top, the cursor furthest behind.
+    private func reconciliation(now: Timestamp) async throws -> Answer.Reconciliation {
+        guard let apple = environment.apple else { return Answer.Reconciliation(enabled: false, cursor: nil, lagSeconds: nil, pairs: []) }
         let store = environment.store
-        let cursor = environment.apple == nil ? nil : try await environment.read { try await store.reconcileCursor() }
-        json.member("cursor", cursor.map { Timestamp(millisecondsSince1970: $0).iso8601 })
-        json.member("lag_seconds", cursor.map { max(0, now.millisecondsSince1970 - $0) / 1000 })
-        return json.text
+        let stored = try await environment.read { try await store.reconcileCursors() }
+        let pairs = apple.pairs.map { pair in
+            let position = stored.first { $0.bundleId == pair.bundleId && $0.environment == pair.environment.rawValue }?.position
+            return Answer.Cursor(
+                bundleId: pair.bundleId, environment: pair.environment.rawValue,
+                cursor: position.map { Timestamp(millisecondsSince1970: $0).iso8601 },
+                lagSeconds: position.map { max(0, now.millisecondsSince1970 - $0) / 1000 })
+        }
+        let behind = pairs.max { ($0.lagSeconds ?? .max) < ($1.lagSeconds ?? .max) }
+        return Answer.Reconciliation(enabled: true, cursor: behind?.cursor, lagSeconds: behind?.lagSeconds, pairs: pairs)
     }
 
     /// The most dead letters counted (the console links to the list beyond).
@@ -195,22 +159,17 @@ struct ConsoleOverview {
     /// `{"destinations": [{"kind", "target", "pending", "oldest_pending_seconds"}], "failed",
     /// "failed_complete"}`: what waits in the outbox per destination and how long its oldest has
     /// waited, and how many deliveries ran out of time (dead letters, up to ``failedLimit``).
-    private func deliveries(now: Timestamp) async throws -> String {
+    private func deliveries(now: Timestamp) async throws -> Answer.Deliveries {
         let outbox = environment.store
         let limit = Self.failedLimit
         let (backlog, failed) = try await environment.read { try await outbox.outboxSummary(failedLimit: limit) }
-        var json = JSONObjectText()
-        json.member("destinations", jsonArray: backlog.sorted { ($0.kind.rawValue, $0.target) < ($1.kind.rawValue, $1.target) }.map { item in
-            var object = JSONObjectText()
-            object.member("kind", item.kind.rawValue)
-            object.member("target", Self.withoutCredentials(item.target))
-            object.member("pending", item.pending)
-            object.member("oldest_pending_seconds", Int(max(0, now.millisecondsSince1970 - item.oldestCreatedAt) / 1000))
-            return object.text
-        })
-        json.member("failed", failed)
-        json.member("failed_complete", failed < limit)
-        return json.text
+        return Answer.Deliveries(
+            destinations: backlog.sorted { ($0.kind.rawValue, $0.target) < ($1.kind.rawValue, $1.target) }.map { item in
+                Answer.Destination(
+                    kind: item.kind.rawValue, target: Self.withoutCredentials(item.target), pending: item.pending,
+                    oldestPendingSeconds: Int(max(0, now.millisecondsSince1970 - item.oldestCreatedAt) / 1000))
+            },
+            failed: failed, failedComplete: failed < limit)
     }
 
     /// A destination as the console shows it: a URL without the user and password it may carry.
@@ -226,5 +185,133 @@ struct ConsoleOverview {
     private static func positiveModulo(_ value: Int64, _ divisor: Int64) -> Int64 {
         let remainder = value % divisor
         return remainder < 0 ? remainder + divisor : remainder
+    }
+}
+
+extension ConsoleOverview {
+    /// `GET /v1/overview`'s answer.
+    struct Answer: Encodable {
+        let asOf: String
+        let subscriptions: Subscriptions
+        let notifications: Notifications
+        let reconciliation: Reconciliation
+        let deliveries: Deliveries
+
+        struct Subscriptions: Encodable {
+            let total: Int
+            let counted: Int
+            let complete: Bool
+            let byStatus: [StatusCount]
+            let byProduct: [ProductCounts]
+        }
+
+        struct StatusCount: Encodable {
+            let status: String
+            let count: Int
+        }
+
+        struct ProductCounts: Encodable {
+            let productId: String
+            let total: Int
+            let byStatus: [StatusCount]
+        }
+
+        struct Notifications: Encodable {
+            let since: String
+            let complete: Bool
+            let countedFrom: String?
+            let days: [Day]
+            let recent: [Recent]
+            let rejected: Rejected
+        }
+
+        struct Day: Encodable {
+            let day: String
+            let total: Int
+            let byType: [TypeCount]
+        }
+
+        struct TypeCount: Encodable {
+            let type: String
+            let count: Int
+        }
+
+        /// A notification received lately: verified and stored (with what it is of), or refused
+        /// (with the reason).
+        struct Recent: Encodable {
+            let receivedAt: String
+            let result: String
+            let message: String?
+            /// What a stored notification is of; `nil` for a refused one, whose answer has none
+            /// of these members.
+            let stored: Stored?
+
+            struct Stored: Encodable {
+                let type: String?
+                let subtype: String?
+                let notificationUUID: String?
+                let originalTransactionId: String?
+                let productId: String?
+
+                private enum CodingKeys: String, CodingKey {
+                    case type, subtype
+                    case notificationUUID = "notification_uuid"
+                    case originalTransactionId = "original_transaction_id"
+                    case productId = "product_id"
+                }
+            }
+
+            private enum CodingKeys: String, CodingKey {
+                case result, message
+                case receivedAt = "received_at"
+            }
+
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(receivedAt, forKey: .receivedAt)
+                try container.encode(result, forKey: .result)
+                try container.encodeIfPresent(message, forKey: .message)
+                try stored?.encode(to: encoder)
+            }
+        }
+
+        struct Rejected: Encodable {
+            let since: String
+            let total: Int
+            let byCode: [CodeCount]
+        }
+
+        struct CodeCount: Encodable {
+            let code: String
+            let count: Int
+        }
+
+        struct Reconciliation: Encodable {
+            let enabled: Bool
+            let cursor: String?
+            let lagSeconds: Int64?
+            let pairs: [Cursor]
+        }
+
+        /// One app and environment's reconcile cursor.
+        struct Cursor: Encodable {
+            let bundleId: String
+            let environment: String
+            let cursor: String?
+            let lagSeconds: Int64?
+        }
+
+        struct Deliveries: Encodable {
+            let destinations: [Destination]
+            let failed: Int
+            let failedComplete: Bool
+        }
+
+        struct Destination: Encodable {
+            let kind: String
+            let target: String
+            let pending: Int
+            let oldestPendingSeconds: Int
+        }
     }
 }

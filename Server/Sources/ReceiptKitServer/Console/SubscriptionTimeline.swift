@@ -92,12 +92,12 @@ struct SubscriptionTimeline {
     ///
     /// - Parameters:
     ///   - key: The subscription.
-    ///   - events: The stored events that touched it, in the order they were stored.
+    ///   - inputs: The stored inputs that touched it, in the order they were stored.
     /// - Throws: ``StoreError`` when a stored record does not decode (the store is damaged).
-    init(key: SubscriptionKey, events: [StoredInput]) throws {
+    init(key: SubscriptionKey, inputs: [StoredInput]) throws {
         self.key = key
         var ledger = EntitlementLedger()
-        var winners: [String: (transaction: NormalizedTransaction, copy: LedgerCopy)] = [:]
+        var winners = WinningCopies<NormalizedTransaction>()
         var carriers: [String: [Int64]] = [:]
         var revokers: [String: [Int64]] = [:]
         var renewalInfos: [(info: StoredRecord.RenewalInfo, copy: LedgerCopy, event: Int64)] = []
@@ -106,7 +106,7 @@ struct SubscriptionTimeline {
             let instant = copy.knownFrom.millisecondsSince1970
             if knownAt[instant]?.contains(event) != true { knownAt[instant, default: []].append(event) }
         }
-        for identified in events {
+        for identified in inputs {
             let record = try StoredRecord(identified)
             records.append(Record(identified, record))
             for (transaction, copy) in record.transactionCopies(receivedAt: identified.receivedAt) where copy.key == key {
@@ -115,8 +115,7 @@ struct SubscriptionTimeline {
                 known(copy, in: identified.id)
                 if carriers[id]?.last != identified.id { carriers[id, default: []].append(identified.id) }
                 if copy.revocationDate != nil, revokers[id]?.last != identified.id { revokers[id, default: []].append(identified.id) }
-                if let known = winners[id], !copy.supersedes(known.copy) { continue }
-                winners[id] = (transaction, copy)
+                winners.offer(copy, with: transaction)
             }
             if let info = record.renewalInfo, info.belongs(to: key), let copy = record.renewalInfoCopy() {
                 ledger.insert(copy)
@@ -124,11 +123,12 @@ struct SubscriptionTimeline {
                 renewalInfos.append((info, copy, identified.id))
             }
         }
-        periods = winners.map { id, winner in
-            Period(
-                transactionId: id, productId: winner.transaction.productId, start: winner.copy.purchaseDate,
-                end: winner.copy.expiresDate, offer: winner.transaction.offer, revocationDate: winner.copy.revocationDate,
-                revocationReason: winner.copy.revocationDate == nil ? nil : winner.transaction.revocationReason,
+        periods = winners.all.compactMap { winner in
+            guard let id = winner.copy.transactionId else { return nil }
+            return Period(
+                transactionId: id, productId: winner.companion.productId, start: winner.copy.purchaseDate,
+                end: winner.copy.expiresDate, offer: winner.companion.offer, revocationDate: winner.copy.revocationDate,
+                revocationReason: winner.copy.revocationDate == nil ? nil : winner.companion.revocationReason,
                 isUpgraded: winner.copy.isUpgraded, records: carriers[id] ?? [])
         }.sorted { (Self.milliseconds($0.start), $0.transactionId) < (Self.milliseconds($1.start), $1.transactionId) }
         spans = Self.spans(of: key, in: ledger).map { span in
@@ -238,61 +238,82 @@ struct SubscriptionTimeline {
         return marks
     }
 
-    // MARK: JSON
+    // MARK: The answer
 
     /// `{"bundle_id", "environment", "original_transaction_id", "periods", "spans", "marks", "records"}`.
-    func json() -> String {
-        var json = JSONObjectText()
-        json.member("bundle_id", key.bundleId)
-        json.member("environment", key.environment)
-        json.member("original_transaction_id", key.originalTransactionId)
-        json.member("periods", jsonArray: periods.map { period in
-            var object = JSONObjectText()
-            object.member("transaction_id", period.transactionId)
-            object.member("product_id", period.productId)
-            object.member("start", period.start?.iso8601)
-            object.member("end", period.end?.iso8601)
-            if let offer = period.offer {
-                var offerJSON = JSONObjectText()
-                offerJSON.member("type", offer.type)
-                offerJSON.member("id", offer.id)
-                offerJSON.member("discount_type", offer.discountType)
-                offerJSON.member("period", offer.period)
-                object.member("offer", json: offerJSON.text)
-            } else {
-                object.null("offer")
-            }
-            object.member("revocation_date", period.revocationDate?.iso8601)
-            object.member("revocation_reason", period.revocationReason)
-            object.member("is_upgraded", period.isUpgraded)
-            object.member("records", json: Self.ids(period.records))
-            return object.text
-        })
-        json.member("spans", jsonArray: spans.map { span in
-            var object = JSONObjectText()
-            object.member("from", span.from.iso8601)
-            object.member("to", span.to?.iso8601)
-            object.member("status", span.status.rawValue)
-            object.member("entitled", span.isEntitled)
-            object.member("records", json: Self.ids(span.records))
-            return object.text
-        })
-        json.member("marks", jsonArray: marks.map { mark in
-            var object = JSONObjectText()
-            object.member("kind", mark.kind.rawValue)
-            object.member("at", mark.at.iso8601)
-            object.member("product_id", mark.productId)
-            object.member("previous_product_id", mark.previousProductId)
-            object.member("reason", mark.reason)
-            object.member("records", json: Self.ids(mark.records))
-            return object.text
-        })
-        json.member("records", jsonArray: records.map { $0.json() })
-        return json.text
+    private enum CodingKeys: String, CodingKey {
+        case bundleId, environment, originalTransactionId, periods, spans, marks, records
+    }
+}
+
+extension SubscriptionTimeline: Encodable {
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(key.bundleId, forKey: .bundleId)
+        try container.encode(key.environment, forKey: .environment)
+        try container.encode(key.originalTransactionId, forKey: .originalTransactionId)
+        try container.encode(periods, forKey: .periods)
+        try container.encode(spans, forKey: .spans)
+        try container.encode(marks, forKey: .marks)
+        try container.encode(records, forKey: .records)
+    }
+}
+
+extension SubscriptionTimeline.Period: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case transactionId, productId, start, end, offer, revocationDate, revocationReason, isUpgraded, records
     }
 
-    private static func ids(_ ids: [Int64]) -> String {
-        "[" + ids.map(String.init).joined(separator: ",") + "]"
+    private struct OfferAnswer: Encodable {
+        let type: String?
+        let id: String?
+        let discountType: String?
+        let period: String?
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(transactionId, forKey: .transactionId)
+        try container.encodeIfPresent(productId, forKey: .productId)
+        try container.encodeIfPresent(start?.iso8601, forKey: .start)
+        try container.encodeIfPresent(end?.iso8601, forKey: .end)
+        try container.encodeIfPresent(
+            offer.map { OfferAnswer(type: $0.type, id: $0.id, discountType: $0.discountType, period: $0.period) }, forKey: .offer)
+        try container.encodeIfPresent(revocationDate?.iso8601, forKey: .revocationDate)
+        try container.encodeIfPresent(revocationReason, forKey: .revocationReason)
+        try container.encode(isUpgraded, forKey: .isUpgraded)
+        try container.encode(records, forKey: .records)
+    }
+}
+
+extension SubscriptionTimeline.Span: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case from, to, status, entitled, records
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(from.iso8601, forKey: .from)
+        try container.encodeIfPresent(to?.iso8601, forKey: .to)
+        try container.encode(status.rawValue, forKey: .status)
+        try container.encode(isEntitled, forKey: .entitled)
+        try container.encode(records, forKey: .records)
+    }
+}
+
+extension SubscriptionTimeline.Mark: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case kind, at, productId, previousProductId, reason, records
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(kind.rawValue, forKey: .kind)
+        try container.encode(at.iso8601, forKey: .at)
+        try container.encodeIfPresent(productId, forKey: .productId)
+        try container.encodeIfPresent(previousProductId, forKey: .previousProductId)
+        try container.encodeIfPresent(reason, forKey: .reason)
+        try container.encode(records, forKey: .records)
     }
 }
 
@@ -321,27 +342,37 @@ extension SubscriptionTimeline.Record {
         default: "the server's API"
         }
     }
+}
+
+extension SubscriptionTimeline.Record: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case id, kind, receivedAt, receivedThrough, notificationType, notificationSubtype, notificationUUID, notificationSignedDate
+        case chain, record
+    }
+
+    private struct Chain: Encodable {
+        let leafSHA256: String?
+        let rootSHA256: String?
+
+        private enum CodingKeys: String, CodingKey {
+            case leafSHA256 = "leaf_sha256"
+            case rootSHA256 = "root_sha256"
+        }
+    }
 
     /// `{"id", "kind", "received_at", "received_through", "notification_type", …, "chain", "record"}`.
-    func json() -> String {
-        var object = JSONObjectText()
-        object.member("id", Int(id))
-        object.member("kind", kind)
-        object.member("received_at", receivedAt.iso8601)
-        object.member("received_through", receivedThrough)
-        object.member("notification_type", notificationType)
-        object.member("notification_subtype", notificationSubtype)
-        object.member("notification_uuid", notificationUUID)
-        object.member("notification_signed_date", notificationSignedDate?.iso8601)
-        if leafSHA256 != nil || rootSHA256 != nil {
-            var chain = JSONObjectText()
-            chain.member("leaf_sha256", leafSHA256)
-            chain.member("root_sha256", rootSHA256)
-            object.member("chain", json: chain.text)
-        } else {
-            object.null("chain")
-        }
-        object.member("record", json: recordJSON)
-        return object.text
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(receivedAt.iso8601, forKey: .receivedAt)
+        try container.encode(receivedThrough, forKey: .receivedThrough)
+        try container.encodeIfPresent(notificationType, forKey: .notificationType)
+        try container.encodeIfPresent(notificationSubtype, forKey: .notificationSubtype)
+        try container.encodeIfPresent(notificationUUID, forKey: .notificationUUID)
+        try container.encodeIfPresent(notificationSignedDate?.iso8601, forKey: .notificationSignedDate)
+        let chain = leafSHA256 != nil || rootSHA256 != nil ? Chain(leafSHA256: leafSHA256, rootSHA256: rootSHA256) : nil
+        try container.encodeIfPresent(chain, forKey: .chain)
+        try container.encode(RenderedJSON(recordJSON), forKey: .record)
     }
 }

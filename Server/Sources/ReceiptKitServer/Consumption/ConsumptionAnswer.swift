@@ -78,18 +78,12 @@ public struct ConsumptionAnswer: Sendable, Hashable, Decodable {
             refundPreference: refundPreference, sampleContentProvided: sampleContentProvided)
     }
 
-    /// The JSON stored with the request and sent to Apple (camelCase, Apple's members).
-    var appleJSON: [UInt8] {
-        var json = JSONObjectText()
-        json.member("customerConsented", true)
-        if let consumptionPercentage { json.member("consumptionPercentage", consumptionPercentage) }
-        json.member("deliveryStatus", deliveryStatus)
-        if let refundPreference { json.member("refundPreference", refundPreference) }
-        json.member("sampleContentProvided", sampleContentProvided)
-        return Array(json.text.utf8)
+    /// The JSON stored with the request and sent to Apple: ``appleRequest`` in Apple's members.
+    func appleJSON() throws -> [UInt8] {
+        Array(try JSONEncoder().encode(appleRequest))
     }
 
-    /// Reads back ``appleJSON`` (an outbox row's body).
+    /// Reads back ``appleJSON()`` (an outbox row's body).
     static func apple(_ bytes: [UInt8]) -> ConsumptionRequest? {
         struct Stored: Decodable {
             var consumptionPercentage: Int32?

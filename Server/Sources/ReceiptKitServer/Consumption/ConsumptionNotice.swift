@@ -37,14 +37,21 @@ public struct ConsumptionNotice: Sendable, Hashable {
             requestedAt: (notification.signedDate ?? receivedAt).millisecondsSince1970)
     }
 
-    /// The `consumption_request` member of a `consumption.requested` event.
-    var json: String {
-        var json = JSONObjectText()
-        json.member("transaction_id", transactionId)
-        json.member("reason", reason)
-        json.member("product_type", productType)
-        json.member("requested_at", Timestamp(millisecondsSince1970: requestedAt).iso8601)
-        json.member("deadline", Timestamp(millisecondsSince1970: deadline).iso8601)
-        return json.text
+}
+
+extension ConsumptionNotice: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case transactionId, reason, productType, requestedAt, deadline
+    }
+
+    /// The `consumption_request` member of a `consumption.requested` event:
+    /// `{"transaction_id", "reason", "product_type", "requested_at", "deadline"}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(transactionId, forKey: .transactionId)
+        try container.encodeIfPresent(reason, forKey: .reason)
+        try container.encodeIfPresent(productType, forKey: .productType)
+        try container.encode(Timestamp(millisecondsSince1970: requestedAt).iso8601, forKey: .requestedAt)
+        try container.encode(Timestamp(millisecondsSince1970: deadline).iso8601, forKey: .deadline)
     }
 }

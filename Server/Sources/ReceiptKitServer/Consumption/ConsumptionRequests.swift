@@ -28,7 +28,7 @@ struct ConsumptionRequests: Sendable {
                 "customer_consented must be true: Apple takes consumption information only with the customer's consent")
         }
         try answer.validate()
-        guard canSend else { throw AppleSync.notConfigured }
+        guard canSend else { throw AppleAPI.notConfigured }
         guard let pending = try await store.consumptionRequest(transactionId: transactionId) else {
             throw APIError(
                 .notFound, "consumption_request_not_found", "no CONSUMPTION_REQUEST notification about transaction \(transactionId) is stored")
@@ -39,9 +39,10 @@ struct ConsumptionRequests: Sendable {
                 "Apple took an answer to this consumption request until \(Timestamp(millisecondsSince1970: pending.deadline).iso8601)")
         }
         try answer.validate(productType: pending.productType)
+        let body = try answer.appleJSON()
         let delivery = try await store.answerConsumption(ConsumptionAnswering(
-            source: .backend, notificationUUID: pending.notificationUUID, answer: answer.appleJSON,
-            row: Self.row(transactionId: transactionId, body: answer.appleJSON, now: now, deadline: pending.deadline)))
+            source: .backend, notificationUUID: pending.notificationUUID, answer: body,
+            row: Self.row(transactionId: transactionId, body: body, now: now, deadline: pending.deadline)))
         return (pending.deadline, delivery)
     }
 
@@ -60,7 +61,7 @@ struct ConsumptionRequests: Sendable {
         var answered = 0
         for request in try await store.consumptionRequestsDue(now: now, window: Self.defaultWindow) {
             guard (try? answer.validate(productType: request.productType)) != nil else { continue }
-            let body = answer.appleJSON
+            let body = try answer.appleJSON()
             let delivery = try await store.answerConsumption(ConsumptionAnswering(
                 source: .default, notificationUUID: request.notificationUUID, answer: body,
                 row: Self.row(transactionId: request.transactionId, body: body, now: now, deadline: request.deadline)))
@@ -83,4 +84,7 @@ struct StoredConsumptionRequest: Sendable, Hashable {
     var productType: String?
     var deadline: Int64
     var answeredAt: Int64?
+    /// The app and environment of the transaction: where the answer is sent.
+    var bundleId: String
+    var environment: String
 }

@@ -53,26 +53,40 @@ public struct Delivery: Sendable, Hashable {
 
     /// What it sends, as the API names it: `webhook`, `forward` or `consumption`.
     public var kindName: String { kind.rawValue }
+}
 
-    /// `{"id", "kind", "target", "event_id", "state", "attempts", "created_at", …}`, instants
-    /// as ISO 8601 (the body is not shown).
-    var json: String {
+extension Delivery: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case id, kind, target, state, attempts
+        case eventId = "event_id"
+        case createdAt = "created_at"
+        case nextAttemptAt = "next_attempt_at"
+        case giveUpAt = "give_up_at"
+        case lastAttemptAt = "last_attempt_at"
+        case lastStatus = "last_status"
+        case lastError = "last_error"
+        case deliveredAt = "delivered_at"
+    }
+
+    /// `{"id", "kind", "target", "event_id", "state", "attempts", "created_at", …}`, ids as
+    /// strings, instants as ISO 8601, `next_attempt_at` only while pending (the body is not
+    /// shown).
+    public func encode(to encoder: any Encoder) throws {
         func instant(_ milliseconds: Int64?) -> String? { milliseconds.map { Timestamp(millisecondsSince1970: $0).iso8601 } }
-        var json = JSONObjectText()
-        json.member("id", String(id))
-        json.member("kind", kind.rawValue)
-        json.member("target", target)
-        json.member("event_id", eventId.map { String($0) })
-        json.member("state", state.rawValue)
-        json.member("attempts", attempts)
-        json.member("created_at", instant(createdAt))
-        json.member("next_attempt_at", state == .pending ? instant(nextAttemptAt) : nil)
-        json.member("give_up_at", instant(giveUpAt))
-        json.member("last_attempt_at", instant(lastAttemptAt))
-        json.member("last_status", lastStatus.map { Int64($0) })
-        json.member("last_error", lastError)
-        json.member("delivered_at", instant(deliveredAt))
-        return json.text
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(String(id), forKey: .id)
+        try container.encode(kind.rawValue, forKey: .kind)
+        try container.encode(target, forKey: .target)
+        try container.encodeIfPresent(eventId.map { String($0) }, forKey: .eventId)
+        try container.encode(state.rawValue, forKey: .state)
+        try container.encode(attempts, forKey: .attempts)
+        try container.encodeIfPresent(instant(createdAt), forKey: .createdAt)
+        try container.encodeIfPresent(state == .pending ? instant(nextAttemptAt) : nil, forKey: .nextAttemptAt)
+        try container.encodeIfPresent(instant(giveUpAt), forKey: .giveUpAt)
+        try container.encodeIfPresent(instant(lastAttemptAt), forKey: .lastAttemptAt)
+        try container.encodeIfPresent(lastStatus, forKey: .lastStatus)
+        try container.encodeIfPresent(lastError, forKey: .lastError)
+        try container.encodeIfPresent(instant(deliveredAt), forKey: .deliveredAt)
     }
 }
 

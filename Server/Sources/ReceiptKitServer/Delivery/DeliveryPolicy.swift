@@ -1,3 +1,5 @@
+import ServerSupport
+
 /// How the outbox is sent: how long an attempt may take, how many run at once, and when a failed
 /// one is tried again — exponential back-off with jitter, about a second first, doubling, each
 /// wait at most ten minutes, until the row's time (`RECEIPTKIT_WEBHOOK_RETRY_HOURS`) runs out.
@@ -46,8 +48,8 @@ public struct DeliveryPolicy: Sendable, Hashable {
     ///
     /// - Parameter random: A number in `0..<1`.
     package func wait(afterAttempt attempts: Int, random: Double) -> Duration {
-        let first = Self.milliseconds(firstRetry)
-        let maximum = Self.milliseconds(maximumWait)
+        let first = firstRetry.wholeMilliseconds
+        let maximum = maximumWait.wholeMilliseconds
         var base = first
         for _ in 1..<max(1, attempts) {
             base *= 2
@@ -62,12 +64,8 @@ public struct DeliveryPolicy: Sendable, Hashable {
     package func afterFailure(
         attempts: Int, now: Int64, giveUpAt: Int64, random: Double, status: Int?, error: String
     ) -> DeliveryOutcome {
-        let next = now + Self.milliseconds(wait(afterAttempt: attempts, random: random))
+        let next = now + wait(afterAttempt: attempts, random: random).wholeMilliseconds
         return DeliveryOutcome(
             state: next > giveUpAt ? .failed : .pending, nextAttemptAt: next, attemptedAt: now, status: status, error: error)
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 }

@@ -6,6 +6,7 @@ import NIOConcurrencyHelpers
 import NIOHTTP1
 import ReceiptKit
 import ServiceLifecycle
+import ServerSupport
 
 /// Sends the outbox (``Delivery``): claims the rows that are due, sends each, and records
 /// how it went — delivered on a 2xx, otherwise tried again after ``DeliveryPolicy``'s back-off
@@ -66,7 +67,7 @@ struct DeliveryService: Service {
                     let now = Timestamp(clock()).millisecondsSince1970
                     await backlog.update(from: outbox, now: now, logger: logger)
                     do {
-                        try await outbox.pruneDelivered(before: now - DeliveryPolicy.milliseconds(policy.keepDelivered))
+                        try await outbox.pruneDelivered(before: now - policy.keepDelivered.wholeMilliseconds)
                     } catch {
                         logger.debug("cannot prune delivered outbox rows", metadata: ["error": "\(error)"])
                     }
@@ -83,7 +84,7 @@ struct DeliveryService: Service {
         let now = Timestamp(clock()).millisecondsSince1970
         do {
             return try await outbox.claimDeliveries(
-                owner: owner, now: now, leaseUntil: now + DeliveryPolicy.milliseconds(policy.lease), limit: limit)
+                owner: owner, now: now, leaseUntil: now + policy.lease.wholeMilliseconds, limit: limit)
         } catch {
             logger.warning("cannot claim outbox rows; trying again", metadata: ["error": "\(error)"])
             return []
@@ -292,7 +293,7 @@ struct DeliverySender: Sendable {
         let client = httpClient
         do {
             let status = try await withTimeout(timeout, timedOut: { DeliveryTimedOut() }) {
-                let response = try await client.execute(request, timeout: .milliseconds(DeliveryPolicy.milliseconds(timeout)))
+                let response = try await client.execute(request, timeout: .milliseconds(timeout.wholeMilliseconds))
                 // The answer is read (so the connection can be reused) and thrown away.
                 _ = try? await response.body.collect(upTo: Self.maximumAnswer)
                 return Int(response.status.code)

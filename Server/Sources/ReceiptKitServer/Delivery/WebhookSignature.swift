@@ -1,4 +1,5 @@
 internal import CReceiptKitServerOpenSSL
+import ServerSupport
 
 /// The signature a webhook carries, in Stripe's scheme: `ReceiptKit-Signature: t=UNIX,v1=HEX`,
 /// where `HEX` is the lowercase hex HMAC-SHA256, under the webhook secret, of the decimal
@@ -13,7 +14,7 @@ package enum WebhookSignature {
     ///   - timestamp: Seconds since 1970 when the request is sent.
     ///   - body: The body's bytes, exactly as sent.
     package static func header(secret: [UInt8], timestamp: Int64, body: [UInt8]) -> String {
-        "t=\(timestamp),v1=\(hex(hmacSHA256(key: secret, data: Array("\(timestamp).".utf8) + body)))"
+        "t=\(timestamp),v1=\(Hex.lowercase(hmacSHA256(key: secret, data: Array("\(timestamp).".utf8) + body)))"
     }
 
     /// HMAC-SHA256 (RFC 2104) of `data` under `key`.
@@ -30,17 +31,5 @@ package enum WebhookSignature {
         // the server does could work.
         precondition(written == 1, "OpenSSL's HMAC-SHA256 failed")
         return out
-    }
-
-    /// Lowercase hexadecimal.
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 }

@@ -47,7 +47,7 @@ enum FeedDerivation {
             change.events.append(FeedEvent(
                 type: .consumptionRequested, key: key, occurredAt: instant, customerIds: [],
                 previousStatus: current?.status ?? stored.state?.status, state: state, cause: cause,
-                consumptionRequest: consumption.json))
+                consumptionRequest: consumption))
             change.consumptionRequest = consumption
         }
         change.nextChangeAt = boundary

@@ -37,15 +37,21 @@ public struct EventCause: Sendable, Hashable {
     /// The cause of the passing of time.
     static let sweep = EventCause(source: .sweep)
 
+}
+
+extension EventCause: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case source, notificationUUID, notificationType, notificationSubtype, transactionId
+    }
+
     /// `{"source", "notification_uuid", "notification_type", "notification_subtype", "transaction_id"}`.
-    var json: String {
-        var json = JSONObjectText()
-        json.member("source", source.rawValue)
-        json.member("notification_uuid", notificationUUID)
-        json.member("notification_type", notificationType)
-        json.member("notification_subtype", notificationSubtype)
-        json.member("transaction_id", transactionId)
-        return json.text
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(source.rawValue, forKey: .source)
+        try container.encodeIfPresent(notificationUUID, forKey: .notificationUUID)
+        try container.encodeIfPresent(notificationType, forKey: .notificationType)
+        try container.encodeIfPresent(notificationSubtype, forKey: .notificationSubtype)
+        try container.encodeIfPresent(transactionId, forKey: .transactionId)
     }
 }
 
@@ -62,30 +68,43 @@ struct FeedEvent: Sendable {
     /// before any state of the key is known.
     var state: SubscriptionState?
     var cause: EventCause
-    /// The `consumption_request` member of a ``EventType/consumptionRequested`` event,
-    /// rendered JSON.
-    var consumptionRequest: String?
+    /// The consumption request a ``EventType/consumptionRequested`` event is about.
+    var consumptionRequest: ConsumptionNotice?
 
     /// The event as the feed serves it and a webhook carries it:
     /// `{"id", "type", "occurred_at", "bundle_id", "environment", "original_transaction_id",
     /// "customer_ids", "status", "entitled", "previous_status", "subscription", "cause"}` (and
-    /// `consumption_request` for a consumption request). `id` is a string of decimal digits.
-    func json(id: Int64) -> String {
-        var json = JSONObjectText()
-        json.member("id", String(id))
-        json.member("type", type.rawValue)
-        json.member("occurred_at", occurredAt.iso8601)
-        json.member("bundle_id", key.bundleId)
-        json.member("environment", key.environment)
-        json.member("original_transaction_id", key.originalTransactionId)
-        json.member("customer_ids", strings: customerIds)
-        json.member("status", state?.status.rawValue)
-        json.member("entitled", state?.isEntitled ?? false)
-        json.member("previous_status", previousStatus?.rawValue)
-        json.member("subscription", json: state?.json() ?? "null")
-        json.member("cause", json: cause.json)
-        if let consumptionRequest { json.member("consumption_request", json: consumptionRequest) }
-        return json.text
+    /// `consumption_request` for a consumption request). `id` is a string of decimal digits;
+    /// `subscription` is the state exactly as `verify-receipt --state` writes it.
+    func json(id: Int64) throws -> String {
+        try AnswerEncoder.encode(Payload(event: self, id: id))
+    }
+
+    private struct Payload: Encodable {
+        let event: FeedEvent
+        let id: Int64
+
+        private enum CodingKeys: String, CodingKey {
+            case id, type, occurredAt, bundleId, environment, originalTransactionId, customerIds, status, entitled
+            case previousStatus, subscription, cause, consumptionRequest
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(String(id), forKey: .id)
+            try container.encode(event.type.rawValue, forKey: .type)
+            try container.encode(event.occurredAt.iso8601, forKey: .occurredAt)
+            try container.encode(event.key.bundleId, forKey: .bundleId)
+            try container.encode(event.key.environment, forKey: .environment)
+            try container.encode(event.key.originalTransactionId, forKey: .originalTransactionId)
+            try container.encode(event.customerIds, forKey: .customerIds)
+            try container.encodeIfPresent(event.state?.status.rawValue, forKey: .status)
+            try container.encode(event.state?.isEntitled ?? false, forKey: .entitled)
+            try container.encodeIfPresent(event.previousStatus?.rawValue, forKey: .previousStatus)
+            try container.encodeIfPresent(event.state.map { RenderedJSON($0.json()) }, forKey: .subscription)
+            try container.encode(event.cause, forKey: .cause)
+            if let request = event.consumptionRequest { try container.encode(request, forKey: .consumptionRequest) }
+        }
     }
 }
 

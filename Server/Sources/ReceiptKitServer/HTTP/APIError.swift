@@ -43,15 +43,23 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
 
     /// The response: the status and the error object.
     func response() -> Response {
-        var error = JSONObjectText()
-        error.member("code", code)
-        error.member("message", message)
-        var body = JSONObjectText()
-        body.member("error", json: error.text)
-        var response = Response.json(body.text, status: status)
+        // Strings only: their encoding cannot fail.
+        let body = (try? AnswerEncoder.encode(ErrorAnswer(error: .init(code: code, message: message))))
+            ?? #"{"error":{"code":"internal_error","message":"the error could not be written"}}"#
+        var response = Response.json(body, status: status)
         if let retryAfterSeconds { response.headers[.retryAfter] = String(retryAfterSeconds) }
         return response
     }
+}
+
+/// `{"error": {"code", "message"}}`.
+struct ErrorAnswer: Encodable {
+    struct Body: Encodable {
+        let code: String
+        let message: String
+    }
+
+    let error: Body
 }
 
 extension Response {

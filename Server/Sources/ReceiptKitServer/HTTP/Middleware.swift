@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import ReceiptKit
+import ServerSupport
 
 /// The outermost middleware: turns every error into an ``APIError`` answer (so no stack trace,
 /// SQL or driver text reaches a client), bounds each request's time, writes the request's one
@@ -58,50 +59,75 @@ struct RequestLogMiddleware: RouterMiddleware {
         var metadata: Logger.Metadata = [
             "route": .string(route),
             "status": .stringConvertible(response.status.code),
-            "duration_ms": .string(String(format: "%.3f", Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)),
+            "duration_ms": .string(String(format: "%.3f", elapsed.inSeconds * 1000)),
         ]
         if let verdict = notes.verdict { metadata["verdict"] = .string(verdict) }
         if let type = notes.notificationType { metadata["notification_type"] = .string(type) }
         if let duplicate = notes.duplicate { metadata["duplicate"] = .stringConvertible(duplicate) }
         if let reason = notes.reason { metadata["reason"] = .string(reason) }
+        if let token = notes.token { metadata["token"] = .string(token) }
         context.logger.info("\(request.method) \(request.uri.path)", metadata: metadata)
         return response
     }
 }
 
-/// Requires `Authorization: Bearer TOKEN` on the routes it guards, comparing in constant time.
+/// Requires `Authorization: Bearer TOKEN` on the routes it guards: a token of ``APITokens``,
+/// whose scope each route then checks (``RouterGroup/route(_:_:scope:use:)``). A server without
+/// tokens (loopback only) leaves every route open.
 struct BearerTokenMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
 
-    /// The token, or `nil` when the API runs without one (loopback only).
-    let token: [UInt8]?
+    let tokens: APITokens
 
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        guard let token else { return try await next(request, context) }
+        var context = context
+        guard !tokens.isEmpty else {
+            context.access = .open
+            return try await next(request, context)
+        }
         let header = request.headers[.authorization] ?? ""
         let prefix = "Bearer "
-        guard header.hasPrefix(prefix), Self.constantTimeEqual(Array(header.utf8.dropFirst(prefix.utf8.count)), token)
-        else {
-            var response = APIError(.unauthorized, "unauthorized", "this route requires Authorization: Bearer <RECEIPTKIT_API_TOKEN>").response()
+        guard header.hasPrefix(prefix), let token = tokens.authenticate(Array(header.utf8.dropFirst(prefix.utf8.count))) else {
+            var response = APIError(.unauthorized, "unauthorized", "this route requires Authorization: Bearer <an API token>").response()
             response.headers[.wwwAuthenticate] = "Bearer"
             context.notes.update { $0.verdict = "unauthorized" }
             return response
         }
+        context.access = .token(token)
+        context.notes.update { $0.token = token.name }
         return try await next(request, context)
     }
+}
 
-    /// Whether two byte strings are equal, in a time that depends only on their lengths.
-    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        var difference = UInt8(truncatingIfNeeded: lhs.count ^ rhs.count)
-        if lhs.count != rhs.count { difference |= 1 }
-        let count = max(lhs.count, rhs.count)
-        for index in 0..<count {
-            let left = index < lhs.count ? lhs[index] : 0
-            let right = index < rhs.count ? rhs[index] : 0
-            difference |= left ^ right
+extension RouterGroup where Context == ServerRequestContext {
+    /// Adds a route that needs a token of at least `scope` (on a server with tokens): 403
+    /// `forbidden`, naming the scope needed, for a token of a lesser one.
+    @discardableResult
+    func route(
+        _ method: HTTPRequest.Method, _ path: RouterPath, scope: TokenScope,
+        use handler: @escaping @Sendable (Request, Context) async throws -> Response
+    ) -> Self {
+        on(path, method: method) { request, context in
+            try Self.require(scope, context)
+            return try await handler(request, context)
         }
-        return difference == 0
+    }
+
+    /// Throws 403 unless the request may use a route of `scope`.
+    static func require(_ scope: TokenScope, _ context: Context) throws(APIError) {
+        switch context.access {
+        case .open:
+            return
+        case .token(let token) where token.scope >= scope:
+            return
+        case .token(let token):
+            throw APIError(
+                .forbidden, "forbidden",
+                "this route needs a token with scope \(scope.rawValue); the token \(token.name) has scope \(token.scope.rawValue)")
+        case .unchecked:
+            throw APIError(.forbidden, "forbidden", "this route needs a token with scope \(scope.rawValue)")
+        }
     }
 }

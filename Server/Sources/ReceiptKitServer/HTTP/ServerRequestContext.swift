@@ -7,6 +7,19 @@ public struct ServerRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// What the handler found: read by ``RequestLogMiddleware`` once the handler has answered.
     let notes = RequestNotes()
+    /// What the bearer middleware found (``BearerTokenMiddleware``): a route that needs a scope
+    /// checks it here, and refuses a request the middleware has not seen.
+    var access = Access.unchecked
+
+    /// Who a request is.
+    enum Access: Sendable {
+        /// The bearer middleware has not seen the request.
+        case unchecked
+        /// The server has no token (it listens on loopback only): every route is open.
+        case open
+        /// The request's token.
+        case token(APIToken)
+    }
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
@@ -22,6 +35,8 @@ final class RequestNotes: Sendable {
         var notificationType: String?
         var duplicate: Bool?
         var reason: String?
+        /// The name of the request's API token.
+        var token: String?
     }
 
     private let values = Mutex(Values())

@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import ServerSupport
 
 /// How an input's raw bytes are stored: as received, or with the JWS header segments they
 /// carry replaced by references to the `jws_headers` table (`inputs.raw_encoding`).
@@ -115,30 +116,9 @@ package enum RawCompaction {
         var forms: [[UInt8]] = [segment]
         for start in 0..<3 {
             let count = segment.count > start ? (segment.count - start) / 3 * 3 : 0
-            forms.append(base64URL(segment[start..<(start + count)]))
+            forms.append(Base64URL.encode(segment[start..<(start + count)]))
         }
         return forms.map { $0.count >= minimumLength ? $0 : [] }
-    }
-
-    /// base64url without padding.
-    package static func base64URL(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-        var output: [UInt8] = []
-        output.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
-            let remaining = bytes.endIndex - index
-            let first = UInt32(bytes[index])
-            let second = remaining > 1 ? UInt32(bytes[index + 1]) : 0
-            let third = remaining > 2 ? UInt32(bytes[index + 2]) : 0
-            let group = first << 16 | second << 8 | third
-            output.append(alphabet[Int(group >> 18 & 63)])
-            output.append(alphabet[Int(group >> 12 & 63)])
-            if remaining > 1 { output.append(alphabet[Int(group >> 6 & 63)]) }
-            if remaining > 2 { output.append(alphabet[Int(group & 63)]) }
-            index += min(3, remaining)
-        }
-        return output
     }
 
     /// The header segments worth storing once that raw bytes carry: those of the JWS that

@@ -6,18 +6,19 @@ import ReceiptKit
 
 /// Fetches what Apple has for a customer (Get Transaction History v2, every page, and Get All
 /// Subscription Statuses) and stores it through the one path every input takes: each item the
-/// client verified becomes a ``VerificationRecord``, then an event (``Events``), then
-/// ``EntitlementStore/record(_:)`` — so an item the service already holds is a replay and changes
-/// nothing. An item that failed verification is never stored: it is counted
+/// client verified becomes a ``VerificationRecord``, recorded by ``Ingestion`` — so an item the
+/// service already holds is a replay and changes nothing. An item that failed verification is never stored: it is counted
 /// (`receiptkit_reconcile_rejected_total{code}`) and logged with its code.
 struct AppleSync: Sendable {
     let client: AppStoreServerAPIClient
-    let store: Store
+    /// Where what Apple answers goes: recorded as every input is.
+    let ingestion: Ingestion
     let metrics: ServerMetrics
     let logger: Logger
+    /// The app this sync's client calls Apple for (its token's `bid`).
     let bundleId: String
-    /// The environment's name as keys carry it (`Sandbox`, `Production`, …).
-    let environmentName: String
+    /// The environment this sync's client calls Apple in.
+    let environment: AppStoreEnvironment
 
     /// What Apple answered for a customer, verified, not yet stored.
     struct Fetched: Sendable {
@@ -34,7 +35,7 @@ struct AppleSync: Sendable {
 
     /// What storing a fetch did.
     struct Stored: Sendable {
-        /// Events stored for the first time.
+        /// Inputs stored for the first time.
         var new = 0
         /// Items already stored: replays, and copies Apple signed again that say nothing new.
         var replays = 0
@@ -101,8 +102,9 @@ struct AppleSync: Sendable {
     ///   - customerId: A customer to link every key the fetch touches to, if any.
     /// - Returns: What was stored.
     func sync(originalTransactionId: String, customerId: String?, receivedAt: Timestamp) async throws -> Stored {
-        let key = SubscriptionKey(bundleId: bundleId, environment: environmentName, originalTransactionId: originalTransactionId)
-        let revision = try await read { try await store.historyRevision(of: key) }
+        let key = SubscriptionKey(bundleId: bundleId, environment: environment.rawValue, originalTransactionId: originalTransactionId)
+        let database = ingestion.store
+        let revision = try await database.run { try await database.historyRevision(of: key) }
         let fetched = try await fetch(transactionId: originalTransactionId, revision: revision)
         let stored = try await store(fetched, customerId: customerId, receivedAt: receivedAt)
         try await remember(fetched, keys: stored.keys.union([key]), at: receivedAt)
@@ -114,26 +116,14 @@ struct AppleSync: Sendable {
     func remember(_ fetched: Fetched, keys: Set<SubscriptionKey>, at instant: Timestamp) async throws {
         guard let next = fetched.revision, fetched.rejected.isEmpty, !keys.isEmpty else { return }
         let keys = Array(keys)
-        try await read { try await store.setHistoryRevision(next, for: keys, at: instant.millisecondsSince1970) }
+        let database = ingestion.store
+        try await database.run { try await database.setHistoryRevision(next, for: keys, at: instant.millisecondsSince1970) }
     }
 
-    /// Reads (or writes a little) outside an event; a database failure is a ``StoreError`` (503).
-    func read<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        do {
-            return try await abandoningOnCancel(body)
-        } catch let error as CancellationError {
-            throw error
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError(String(describing: error))
-        }
-    }
-
-    /// Stores every verified item of a fetch, each as its own event, linking its keys to
+    /// Stores every verified item of a fetch, each as its own input, linking its keys to
     /// `customerId` (and to each transaction's `appAccountToken`, as every input is linked). An
     /// item that only repeats the stored copy of its transaction or renewal info, signed again
-    /// (``VerifiedInput/skipsRepeats``), is not a new event: it counts as a replay.
+    /// (``VerifiedInput/skipsRepeats``), is not a new input: it counts as a replay.
     func store(_ fetched: Fetched, customerId: String?, receivedAt: Timestamp) async throws -> Stored {
         var stored = Stored()
         var records: [(VerificationRecord, [UInt8], String?)] = fetched.transactions.map {
@@ -141,13 +131,13 @@ struct AppleSync: Sendable {
         }
         records += fetched.renewalInfos.map { (VerificationRecord($0.verified), Array($0.jws.utf8), nil) }
         for (record, raw, transactionId) in records {
-            var input = try VerifiedInput(
-                record: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt, source: .reconcile)
-            // Apple signs every answer anew: a copy that only repeats the stored one is not a new event.
-            input.skipsRepeats = true
-            if try await write(input) { stored.new += 1 } else { stored.replays += 1 }
-            stored.keys.formUnion(input.keys)
-            if let transactionId { stored.records[transactionId] = input.record }
+            // Apple signs every answer anew: a copy that only repeats the stored one is not new.
+            let recorded = try await ingestion.record(
+                record, raw: raw, customerId: customerId, receivedAt: receivedAt, source: .reconcile, skipsRepeats: true,
+                bundleId: bundleId)
+            if recorded.isNew { stored.new += 1 } else { stored.replays += 1 }
+            stored.keys.formUnion(recorded.input.keys)
+            if let transactionId { stored.records[transactionId] = recorded.input.record }
         }
         return stored
     }
@@ -161,10 +151,12 @@ struct AppleSync: Sendable {
         }
         do {
             try await client.sendConsumptionInformation(delivery.target, request)
-            metrics.appStoreCall(endpoint: "consumption", status: 202, result: "ok")
+            metrics.appStoreCall(endpoint: "consumption", status: 202, result: "ok", bundleId: bundleId, environment: environment.rawValue)
             return .accepted(status: 202)
         } catch let error as AppStoreServerAPIError {
-            metrics.appStoreCall(endpoint: "consumption", status: error.httpStatus, result: error.code.rawValue)
+            metrics.appStoreCall(
+                endpoint: "consumption", status: error.httpStatus, result: error.code.rawValue, bundleId: bundleId,
+                environment: environment.rawValue)
             switch error.code {
             case .rateLimited, .serverError, .connectionFailed, .timeout, .unauthorized:
                 return .failed(status: error.httpStatus, error: error.description)
@@ -176,11 +168,6 @@ struct AppleSync: Sendable {
         }
     }
 
-    /// The answer of a route that needs Apple when no In-App Purchase key is configured.
-    static let notConfigured = APIError(
-        .notImplemented, "reconciliation_off",
-        "this needs the App Store Server API: set RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE")
-
     /// Apple's transaction ids are decimal numbers; anything else is 400 before Apple is asked.
     static func checkTransactionId(_ id: String, name: String = "transaction_id") throws(APIError) {
         guard !id.isEmpty, id.utf8.count <= 64, id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
@@ -188,22 +175,9 @@ struct AppleSync: Sendable {
         }
     }
 
-    /// Stores one event; a database failure is a ``StoreError`` (503).
-    func write(_ event: VerifiedInput) async throws -> Bool {
-        do {
-            return try await abandoningOnCancel { try await store.record(event) }
-        } catch let error as CancellationError {
-            throw error
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError(String(describing: error))
-        }
-    }
-
     private func rejected(_ items: [RejectedItem], into fetched: inout Fetched) {
         for item in items {
-            metrics.reconcileRejected(code: item.error.code.rawValue)
+            metrics.reconcileRejected(code: item.error.code.rawValue, bundleId: bundleId, environment: environment.rawValue)
             logger.warning(
                 "an item Apple answered did not verify and is not stored",
                 metadata: ["field": "\(item.field)", "code": "\(item.error.code.rawValue)", "reason": "\(item.error.message)"])
@@ -219,12 +193,15 @@ struct AppleSync: Sendable {
         do {
             let answer = try await body()
             // Every endpoint the service calls answers 200 when it answers at all.
-            metrics.appStoreCall(endpoint: endpoint, status: 200, result: "ok")
+            metrics.appStoreCall(endpoint: endpoint, status: 200, result: "ok", bundleId: bundleId, environment: environment.rawValue)
             return answer
         } catch let error as AppStoreServerAPIError {
-            metrics.appStoreCall(endpoint: endpoint, status: error.httpStatus, result: error.code.rawValue)
+            metrics.appStoreCall(
+                endpoint: endpoint, status: error.httpStatus, result: error.code.rawValue, bundleId: bundleId,
+                environment: environment.rawValue)
             logger.notice(
-                "the App Store Server API failed", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+                "the App Store Server API failed",
+                metadata: ["endpoint": "\(endpoint)", "bundle_id": "\(bundleId)", "environment": "\(environment.rawValue)", "error": "\(error)"])
             throw Self.apiError(error, transactionId: transactionId)
         }
     }

@@ -38,13 +38,13 @@ struct ConsoleController {
 
     /// The JSON routes, behind the bearer middleware.
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.get("overview") { _, _ in
-            Response.json(try await ConsoleOverview(environment: environment).json(now: environment.now))
+        group.route(.get, "overview", scope: .read) { _, _ in
+            try Response.json(try await ConsoleOverview(environment: environment).answer(now: environment.now))
         }
-        group.get("search") { request, _ in
+        group.route(.get, "search", scope: .read) { request, _ in
             try await search(request)
         }
-        group.get("subscriptions/{original_transaction_id}/timeline") { _, context in
+        group.route(.get, "subscriptions/{original_transaction_id}/timeline", scope: .read) { _, context in
             let id = try RouteEnvironment.pathParameter("original_transaction_id", in: context)
             return try await timeline(originalTransactionId: id)
         }
@@ -62,7 +62,7 @@ struct ConsoleController {
             throw APIError.invalidRequest("q is longer than \(Self.maximumQueryLength) bytes")
         }
         let store = environment.store
-        var matches: [String] = []
+        var matches: [SearchAnswer.Match] = []
         var customerIds = [query]
         // Apple writes an appAccountToken, a UUID, in lower case; one copied from elsewhere may not be.
         if let uuid = UUID(uuidString: query), uuid.uuidString.lowercased() != query {
@@ -71,33 +71,19 @@ struct ConsoleController {
         for customerId in customerIds {
             let keys = try await environment.read { try await store.keys(customerId: customerId) }
             guard !keys.isEmpty else { continue }
-            var match = JSONObjectText()
-            match.member("type", "customer")
-            match.member("customer_id", customerId)
-            match.member("subscriptions", jsonArray: keys.map(Self.keyJSON))
-            matches.append(match.text)
+            matches.append(.init(type: "customer", customerId: customerId, transactionId: nil, subscriptions: keys))
         }
         let subscriptionKeys = try await environment.read { try await store.keys(originalTransactionId: query) }
         if !subscriptionKeys.isEmpty {
-            var match = JSONObjectText()
-            match.member("type", "subscription")
-            match.member("subscriptions", jsonArray: subscriptionKeys.map(Self.keyJSON))
-            matches.append(match.text)
+            matches.append(.init(type: "subscription", customerId: nil, transactionId: nil, subscriptions: subscriptionKeys))
         }
         // A first purchase's transaction id is its original transaction id, found above.
         let transactionKeys = try await environment.read { try await store.keys(transactionId: query) }
             .filter { !subscriptionKeys.contains($0) }
         if !transactionKeys.isEmpty {
-            var match = JSONObjectText()
-            match.member("type", "transaction")
-            match.member("transaction_id", query)
-            match.member("subscriptions", jsonArray: transactionKeys.map(Self.keyJSON))
-            matches.append(match.text)
+            matches.append(.init(type: "transaction", customerId: nil, transactionId: query, subscriptions: transactionKeys))
         }
-        var json = JSONObjectText()
-        json.member("query", query)
-        json.member("matches", jsonArray: matches)
-        return .json(json.text)
+        return try .json(SearchAnswer(query: query, matches: matches))
     }
 
     func timeline(originalTransactionId id: String) async throws -> Response {
@@ -106,23 +92,66 @@ struct ConsoleController {
         guard !keys.isEmpty else {
             throw APIError(.notFound, "not_found", "no subscription with original transaction id \(id) is stored")
         }
-        var timelines: [String] = []
+        var timelines: [SubscriptionTimeline] = []
         for key in keys {
-            let events = try await environment.read { try await store.inputs(of: key) }
-            timelines.append(try SubscriptionTimeline(key: key, events: events).json())
+            let inputs = try await environment.read { try await store.inputs(of: key) }
+            timelines.append(try SubscriptionTimeline(key: key, inputs: inputs))
         }
-        var json = JSONObjectText()
-        json.member("original_transaction_id", id)
-        json.member("now", environment.now.iso8601)
-        json.member("subscriptions", jsonArray: timelines)
-        return .json(json.text)
+        return try .json(TimelineAnswer(originalTransactionId: id, now: environment.now.iso8601, subscriptions: timelines))
     }
+}
 
-    private static func keyJSON(_ key: SubscriptionKey) -> String {
-        var json = JSONObjectText()
-        json.member("bundle_id", key.bundleId)
-        json.member("environment", key.environment)
-        json.member("original_transaction_id", key.originalTransactionId)
-        return json.text
+/// `GET /v1/search`'s answer: each way the text names something stored.
+struct SearchAnswer: Encodable {
+    let query: String
+    let matches: [Match]
+
+    /// What the text is: a customer id (`customer_id`), an original transaction id, or a
+    /// transaction id (`transaction_id`), with the subscriptions it names.
+    struct Match: Encodable {
+        let type: String
+        let customerId: String?
+        let transactionId: String?
+        let subscriptions: [SubscriptionKeyAnswer]
+
+        init(type: String, customerId: String?, transactionId: String?, subscriptions: [SubscriptionKey]) {
+            self.type = type
+            self.customerId = customerId
+            self.transactionId = transactionId
+            self.subscriptions = subscriptions.map(SubscriptionKeyAnswer.init)
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case type, customerId, transactionId, subscriptions
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(type, forKey: .type)
+            if let customerId { try container.encode(customerId, forKey: .customerId) }
+            if let transactionId { try container.encode(transactionId, forKey: .transactionId) }
+            try container.encode(subscriptions, forKey: .subscriptions)
+        }
     }
+}
+
+/// A subscription's key: `{"bundle_id", "environment", "original_transaction_id"}`.
+struct SubscriptionKeyAnswer: Encodable {
+    let bundleId: String
+    let environment: String
+    let originalTransactionId: String
+
+    init(_ key: SubscriptionKey) {
+        bundleId = key.bundleId
+        environment = key.environment
+        originalTransactionId = key.originalTransactionId
+    }
+}
+
+/// `GET /v1/subscriptions/{original_transaction_id}/timeline`'s answer: a timeline per key with
+/// that id.
+struct TimelineAnswer: Encodable {
+    let originalTransactionId: String
+    let now: String
+    let subscriptions: [SubscriptionTimeline]
 }

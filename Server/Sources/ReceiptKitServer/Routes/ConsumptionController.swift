@@ -24,10 +24,10 @@ struct ConsumptionController {
     }
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.put("transactions/{transaction_id}/consumption") { request, context in
+        group.route(.put, "transactions/{transaction_id}/consumption", scope: .write) { request, context in
             try await answer(request, context: context)
         }
-        group.put("customers/{customer_id}/consumption-consent") { request, context in
+        group.route(.put, "customers/{customer_id}/consumption-consent", scope: .write) { request, context in
             let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
             guard !customerId.isEmpty, customerId.utf8.count <= 256 else {
                 throw APIError.invalidRequest("customer_id must be a non-empty string of at most 256 bytes")
@@ -40,11 +40,7 @@ struct ConsumptionController {
             try await environment.read {
                 try await requests.setConsent(customerId: customerId, consented: consent.consented, at: now.millisecondsSince1970)
             }
-            var json = JSONObjectText()
-            json.member("customer_id", customerId)
-            json.member("consented", consent.consented)
-            json.member("updated_at", now.iso8601)
-            return Response.json(json.text)
+            return try Response.json(ConsentAnswer(customerId: customerId, consented: consent.consented, updatedAt: now.iso8601))
         }
     }
 
@@ -58,10 +54,33 @@ struct ConsumptionController {
         let (deadline, delivery) = try await environment.read {
             try await requests.answer(answer, transactionId: transactionId, now: now)
         }
-        var json = JSONObjectText()
-        json.member("transaction_id", transactionId)
-        json.member("deadline", Timestamp(millisecondsSince1970: deadline).iso8601)
-        json.member("delivery", json: delivery?.json ?? "null")
-        return Response.json(json.text)
+        return try Response.json(ConsumptionAnswerReceipt(
+            transactionId: transactionId, deadline: Timestamp(millisecondsSince1970: deadline).iso8601, delivery: delivery))
+    }
+}
+
+/// A customer's consent, as recorded.
+struct ConsentAnswer: Encodable {
+    let customerId: String
+    let consented: Bool
+    let updatedAt: String
+
+    private enum CodingKeys: String, CodingKey {
+        case consented
+        case customerId = "customer_id"
+        case updatedAt = "updated_at"
+    }
+}
+
+/// An answer to a consumption request, recorded: the request's deadline and the outbox row that
+/// sends the answer to Apple.
+struct ConsumptionAnswerReceipt: Encodable {
+    let transactionId: String
+    let deadline: String
+    let delivery: Delivery?
+
+    private enum CodingKeys: String, CodingKey {
+        case deadline, delivery
+        case transactionId = "transaction_id"
     }
 }

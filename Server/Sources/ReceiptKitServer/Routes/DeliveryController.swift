@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ReceiptKit
+import ServerSupport
 
 /// The outbox's deliveries (``Delivery``), for the operator:
 ///
@@ -19,7 +20,7 @@ struct DeliveryController {
     let retryWindow: Duration
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.get("webhooks/deliveries") { request, _ in
+        group.route(.get, "webhooks/deliveries", scope: .read) { request, _ in
             var state = Delivery.State.failed
             if let text = request.uri.queryParameters.get("state") {
                 guard let value = Delivery.State(rawValue: text) else {
@@ -32,13 +33,10 @@ struct DeliveryController {
             let wanted = state
             let deliveries = try await environment.read { try await outbox.deliveries(state: wanted, after: after, limit: limit + 1) }
             let page = deliveries.prefix(limit)
-            var json = JSONObjectText()
-            json.member("deliveries", jsonArray: page.map(\.json))
-            json.member("after", String(page.last?.id ?? after))
-            json.member("has_more", deliveries.count > limit)
-            return Response.json(json.text)
+            return try Response.json(DeliveryPage(
+                deliveries: Array(page), after: String(page.last?.id ?? after), hasMore: deliveries.count > limit))
         }
-        group.post("webhooks/deliveries/{id}/retry") { _, context in
+        group.route(.post, "webhooks/deliveries/{id}/retry", scope: .admin) { _, context in
             let text = try RouteEnvironment.pathParameter("id", in: context)
             guard let id = Int64(text), id > 0 else {
                 throw APIError.invalidRequest("the delivery id is \"\(text)\"; expected the id a delivery is listed with")
@@ -51,7 +49,7 @@ struct DeliveryController {
                 throw APIError(.conflict, "delivery_pending", "delivery \(id) is still being tried (attempt \(existing.attempts + 1) is next)")
             }
             let now = environment.now.millisecondsSince1970
-            var giveUpAt = now + DeliveryPolicy.milliseconds(retryWindow)
+            var giveUpAt = now + retryWindow.wholeMilliseconds
             if existing.kind == .consumption {
                 // Apple takes an answer until the request's deadline only.
                 guard existing.giveUpAt > now else {
@@ -65,7 +63,19 @@ struct DeliveryController {
             guard let delivery = try await environment.read({ try await outbox.retryDelivery(id, now: now, giveUpAt: until) }) else {
                 throw APIError(.conflict, "delivery_pending", "delivery \(id) is being tried already")
             }
-            return Response.json(delivery.json)
+            return try Response.json(delivery)
         }
+    }
+}
+
+/// A page of the outbox's deliveries, oldest first, with the cursor of the next page.
+struct DeliveryPage: Encodable {
+    let deliveries: [Delivery]
+    let after: String
+    let hasMore: Bool
+
+    private enum CodingKeys: String, CodingKey {
+        case deliveries, after
+        case hasMore = "has_more"
     }
 }

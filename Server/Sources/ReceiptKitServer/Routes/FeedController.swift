@@ -4,9 +4,10 @@ import ReceiptKit
 
 /// The feed of what changed (``FeedDerivation``), oldest first, read with a cursor:
 ///
-/// - `GET /v1/events[?after=ID][&limit=N]`: every event after `ID`.
-/// - `GET /v1/customers/{customer_id}/events[?after=ID][&limit=N]`: the events of the
-///   subscriptions linked to the customer.
+/// - `GET /v1/events[?after=ID][&limit=N][&bundle_id=…][&environment=…]`: every event after
+///   `ID`, of the app and environment selected.
+/// - `GET /v1/customers/{customer_id}/events[?after=ID][&limit=N][&bundle_id=…][&environment=…]`:
+///   the events of the subscriptions linked to the customer.
 ///
 /// Both answer `{"events": [event, …], "after": ID, "has_more": bool}`: `after` is the id of the
 /// last event returned (or the one given, when none was), to send as `after` next time. A
@@ -19,22 +20,25 @@ struct FeedController {
     static let maximumLimit = 1000
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.get("events") { request, _ in
+        group.route(.get, "events", scope: .read) { request, _ in
             let (after, limit) = try Self.cursor(request)
-            let store = environment.store
-            let events = try await environment.read { try await store.events(after: after, limit: limit + 1) }
-            return Response.json(Self.page(events, after: after, limit: limit).text)
-        }
-        group.get("customers/{customer_id}/events") { request, context in
-            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
-            let (after, limit) = try Self.cursor(request)
+            let filter = try KeyFilter(request)
             let store = environment.store
             let events = try await environment.read {
-                try await store.events(customerId: customerId, after: after, limit: limit + 1)
+                try await store.events(after: after, limit: limit + 1, bundleId: filter.bundleId, environment: filter.environment)
             }
-            var json = JSONObjectText()
-            json.member("customer_id", customerId)
-            return Response.json(Self.page(events, after: after, limit: limit, into: json).text)
+            return try Response.json(EventPage(events, after: after, limit: limit))
+        }
+        group.route(.get, "customers/{customer_id}/events", scope: .read) { request, context in
+            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
+            let (after, limit) = try Self.cursor(request)
+            let filter = try KeyFilter(request)
+            let store = environment.store
+            let events = try await environment.read {
+                try await store.events(
+                    customerId: customerId, after: after, limit: limit + 1, bundleId: filter.bundleId, environment: filter.environment)
+            }
+            return try Response.json(EventPage(events, after: after, limit: limit, customerId: customerId))
         }
     }
 
@@ -56,17 +60,37 @@ struct FeedController {
         }
         return (after, limit)
     }
+}
+
+/// A page of the feed — everyone's, or a customer's (`customer_id` first) — oldest first, each
+/// event's JSON exactly as stored and delivered, with the cursor of the next page.
+struct EventPage: Encodable {
+    let customerId: String?
+    let events: [RenderedJSON]
+    let after: String
+    let hasMore: Bool
 
     /// The page of at most `limit` events of `events` (read with one more, to know whether there
     /// are more).
-    static func page(
-        _ events: [StoredFeedEvent], after: Int64, limit: Int, into json: JSONObjectText = JSONObjectText()
-    ) -> JSONObjectText {
+    init(_ events: [StoredFeedEvent], after: Int64, limit: Int, customerId: String? = nil) {
         let page = events.prefix(limit)
-        var json = json
-        json.member("events", jsonArray: page.map(\.json))
-        json.member("after", String(page.last?.id ?? after))
-        json.member("has_more", events.count > limit)
-        return json
+        self.customerId = customerId
+        self.events = page.map { RenderedJSON($0.json) }
+        self.after = String(page.last?.id ?? after)
+        hasMore = events.count > limit
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case events, after
+        case customerId = "customer_id"
+        case hasMore = "has_more"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        if let customerId { try container.encode(customerId, forKey: .customerId) }
+        try container.encode(events, forKey: .events)
+        try container.encode(after, forKey: .after)
+        try container.encode(hasMore, forKey: .hasMore)
     }
 }

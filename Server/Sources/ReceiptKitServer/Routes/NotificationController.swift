@@ -28,31 +28,22 @@ struct NotificationController {
             throw APIError(.unsupportedMediaType, "unrecognized_input", "the body must be application/json; the Content-Type is \(received)")
         }
         let body = try await environment.body(of: request, upTo: environment.jwsBodyLimit)
-        let outcome: VerificationOutcome
+        let recorded: Ingestion.Recorded
         do {
-            outcome = .verified(VerificationRecord(try environment.verifier.verifyNotificationBody(body)))
-        } catch let error as ReceiptKitError {
+            recorded = try await environment.ingestion.notification(body, receivedAt: environment.now)
+        } catch let rejected as Ingestion.Rejected {
             // unrecognized_input both for a body that is not JSON and for a JSON object without
             // a string signedPayload: only the first is a media type problem.
-            if error.code == .unrecognizedInput, !Self.isJSONObject(body) {
-                environment.metrics.verification(result: error.code.rawValue)
-                throw APIError(.unsupportedMediaType, error.code.rawValue, "the body is not a JSON object: \(error.reason)")
+            if rejected.error.code == .unrecognizedInput, !Self.isJSONObject(body) {
+                throw APIError(.unsupportedMediaType, rejected.error.code.rawValue, "the body is not a JSON object: \(rejected.error.reason)")
             }
-            outcome = .rejected(error)
+            throw RouteEnvironment.refused(rejected, context: context)
         }
-        let record = try environment.verified(outcome, context: context)
-        let type = record.notification?.rawNotificationType ?? "-"
-        context.notes.update { $0.notificationType = type }
-        let event = try VerifiedInput(
-            record: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: environment.now, source: .webhook)
-        let isNew = try await environment.store(event, context: context)
-        environment.metrics.notification(type: type)
-        var json = JSONObjectText()
-        json.member("stored", true)
-        json.member("duplicate", !isNew)
-        json.member("notification_uuid", record.notification?.notificationUUID)
-        json.member("record", json: event.record)
-        return .json(json.text)
+        RouteEnvironment.accepted(recorded, context: context)
+        context.notes.update { $0.notificationType = recorded.record.notification?.rawNotificationType ?? "-" }
+        return try .json(NotificationAnswer(
+            stored: true, duplicate: !recorded.isNew, notificationUUID: recorded.record.notification?.notificationUUID,
+            record: RenderedJSON(recorded.input.record)))
     }
 
     /// Whether a Content-Type is `application/json`, with or without parameters.
@@ -64,5 +55,19 @@ struct NotificationController {
     /// Whether bytes parse as a JSON object. Asked only once the verifier has refused them.
     static func isJSONObject(_ bytes: [UInt8]) -> Bool {
         (try? JSONSerialization.jsonObject(with: Data(bytes))) is [String: Any]
+    }
+}
+
+/// The answer to a stored notification.
+struct NotificationAnswer: Encodable {
+    let stored: Bool
+    let duplicate: Bool
+    let notificationUUID: String?
+    /// The notification's record, as `verify-receipt` prints it.
+    let record: RenderedJSON
+
+    private enum CodingKeys: String, CodingKey {
+        case stored, duplicate, record
+        case notificationUUID = "notification_uuid"
     }
 }

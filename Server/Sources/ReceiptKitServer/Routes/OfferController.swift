@@ -18,40 +18,40 @@ import ReceiptKit
 ///   `customer_id`: eligible unless a transaction of theirs in the product's subscription group
 ///   had an introductory offer or a free trial.
 ///
-/// A missing or empty member is 400 `invalid_request`.
+/// `bundle_id` names the app when several are served. A missing or empty member is 400
+/// `invalid_request`.
 struct OfferController {
     let environment: RouteEnvironment
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.post("offers/signature") { request, _ in
+        group.route(.post, "offers/signature", scope: .write) { request, _ in
             try await signature(request)
         }
     }
 
     func signature(_ request: Request) async throws -> Response {
-        guard let apple = environment.apple else { throw AppleSync.notConfigured }
+        guard let apple = environment.apple else { throw AppleAPI.notConfigured }
         let body = try await environment.body(of: request, upTo: 16 * 1024)
         let fields = try RequestBody.decode(OfferSignatureRequest.self, from: body)
-        let key = apple.client.configuration.key
+        let key = apple.key
+        let bundleId = try apple.bundleId(fields.bundleId)
         let now = environment.now
         let productId = try Self.required(fields.productId, "product_id")
-        var json = JSONObjectText()
+        let answer: OfferSignatureAnswer
         do {
             switch fields.type {
             case "promotional_offer":
                 let nonce = UUID()
                 let signature = try PromotionalOfferSignatureV1(
-                    key: key, bundleId: environment.bundleId, productId: productId,
+                    key: key, bundleId: bundleId, productId: productId,
                     offerId: try Self.required(fields.offerId, "offer_id"), appAccountToken: fields.appAccountToken ?? "",
                     nonce: nonce, timestamp: now.millisecondsSince1970)
-                json.member("key_id", signature.keyId)
-                json.member("nonce", signature.nonce)
-                json.member("timestamp", Int(signature.timestamp))
-                json.member("signature", signature.signature)
+                answer = .promotionalOffer(
+                    keyId: signature.keyId, nonce: signature.nonce, timestamp: signature.timestamp, signature: signature.signature)
             case "promotional_offer_v2":
-                let signer = try AppStoreRequestSigner(key: key, bundleId: environment.bundleId)
+                let signer = try AppStoreRequestSigner(key: key, bundleId: bundleId)
                 if let id = fields.transactionId { try AppleSync.checkTransactionId(id) }
-                json.member("jws", try signer.promotionalOfferV2(
+                answer = .jws(try signer.promotionalOfferV2(
                     productId: productId, offerIdentifier: try Self.required(fields.offerId, "offer_id"),
                     transactionId: fields.transactionId, issuedAt: now))
             case "intro_eligibility":
@@ -63,10 +63,11 @@ struct OfferController {
                 } else {
                     allow = try await isEligible(productId: productId, transactionId: transactionId, customerId: fields.customerId)
                 }
-                let signer = try AppStoreRequestSigner(key: key, bundleId: environment.bundleId)
-                json.member("jws", try signer.introductoryOfferEligibility(
-                    productId: productId, allowIntroductoryOffer: allow, transactionId: transactionId, issuedAt: now))
-                json.member("allow_introductory_offer", allow)
+                let signer = try AppStoreRequestSigner(key: key, bundleId: bundleId)
+                answer = .introductoryOfferEligibility(
+                    jws: try signer.introductoryOfferEligibility(
+                        productId: productId, allowIntroductoryOffer: allow, transactionId: transactionId, issuedAt: now),
+                    allow: allow)
             default:
                 throw APIError.invalidRequest(
                     "type is \"\(fields.type)\"; expected promotional_offer, promotional_offer_v2 or intro_eligibility")
@@ -74,32 +75,21 @@ struct OfferController {
         } catch let error as ReceiptKitError {
             throw APIError.invalidRequest(error.message)
         }
-        return .json(json.text)
+        return try .json(answer)
     }
 
-    /// Whether the customer may have an introductory offer of `productId`: not when any stored
-    /// transaction of theirs in the product's subscription group (the group a stored
-    /// transaction of the product names) had an introductory offer or a free trial. When no
-    /// stored transaction names the product's group, any of their introductory offers counts.
+    /// Whether the customer may have an introductory offer of `productId`, by ReceiptKit's rule
+    /// (``IntroductoryOfferEligibility``) over their stored transactions: those of the keys of
+    /// `transactionId` and of the customer's.
     func isEligible(productId: String, transactionId: String, customerId: String?) async throws -> Bool {
         let store = environment.store
-        let records = try await environment.read { () -> [StoredInput] in
+        let inputs = try await environment.read { () -> [StoredInput] in
             var keys = try await store.keys(originalTransactionId: transactionId)
             if let customerId { keys += try await store.keys(customerId: customerId) }
             return keys.isEmpty ? [] : try await store.inputs(touching: keys)
         }
-        var transactions: [[String: Any]] = []
-        for event in records {
-            // The server's own records, as ReceiptKit rendered them.
-            guard let object = try? JSONSerialization.jsonObject(with: Data(event.record.utf8)) as? [String: Any] else { continue }
-            transactions += object["transactions"] as? [[String: Any]] ?? []
-        }
-        let group = transactions.first { $0["product_id"] as? String == productId }?["subscription_group_id"] as? String
-        return !transactions.contains { transaction in
-            guard group == nil || transaction["subscription_group_id"] as? String == group else { return false }
-            let offer = transaction["offer"] as? [String: Any]
-            return offer?["type"] as? String == "introductory" || offer?["discount_type"] as? String == "free_trial"
-        }
+        let transactions = try inputs.flatMap { try StoredRecord($0).transactions ?? [] }
+        return IntroductoryOfferEligibility.isEligible(productId: productId, transactions: transactions)
     }
 
     static func required(_ value: String?, _ name: String) throws(APIError) -> String {
@@ -117,6 +107,8 @@ struct OfferSignatureRequest: Decodable {
     var transactionId: String?
     var allowIntroductoryOffer: Bool?
     var customerId: String?
+    /// The app the offer is of (required when several are served).
+    var bundleId: String?
 
     private enum CodingKeys: String, CodingKey {
         case type
@@ -126,5 +118,36 @@ struct OfferSignatureRequest: Decodable {
         case transactionId = "transaction_id"
         case allowIntroductoryOffer = "allow_introductory_offer"
         case customerId = "customer_id"
+        case bundleId = "bundle_id"
+    }
+}
+
+/// A signed offer: `{"key_id", "nonce", "timestamp", "signature"}` (promotional offer V1),
+/// `{"jws"}` (V2), or `{"jws", "allow_introductory_offer"}` (introductory offer eligibility).
+enum OfferSignatureAnswer: Encodable {
+    case promotionalOffer(keyId: String, nonce: String, timestamp: Int64, signature: String)
+    case jws(String)
+    case introductoryOfferEligibility(jws: String, allow: Bool)
+
+    private enum CodingKeys: String, CodingKey {
+        case nonce, timestamp, signature, jws
+        case keyId = "key_id"
+        case allowIntroductoryOffer = "allow_introductory_offer"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .promotionalOffer(let keyId, let nonce, let timestamp, let signature):
+            try container.encode(keyId, forKey: .keyId)
+            try container.encode(nonce, forKey: .nonce)
+            try container.encode(timestamp, forKey: .timestamp)
+            try container.encode(signature, forKey: .signature)
+        case .jws(let jws):
+            try container.encode(jws, forKey: .jws)
+        case .introductoryOfferEligibility(let jws, let allow):
+            try container.encode(jws, forKey: .jws)
+            try container.encode(allow, forKey: .allowIntroductoryOffer)
+        }
     }
 }

@@ -12,12 +12,10 @@ struct RouteEnvironment: Sendable {
     /// How long `/readyz` waits for the database to accept a write before answering 503.
     let readinessTimeout: Duration
     /// The App Store Server API, or `nil` when reconciliation is off.
-    var apple: AppleSync? = nil
+    var apple: AppleAPI? = nil
     /// The notifications this process refused, for the console (never stored).
     let rejections: NotificationRejections
 
-    /// The configured bundle id, which every input must carry (renewal infos carry none).
-    var bundleId: String { verifier.configuration.bundleId ?? "" }
 
     /// The largest JWS body accepted: the verifier's JWS limit plus 1 KiB of JSON around it.
     var jwsBodyLimit: Int { verifier.configuration.maximumJWSSize + 1024 }
@@ -41,52 +39,25 @@ struct RouteEnvironment: Sendable {
         }
     }
 
-    /// Counts a verification and passes its record on, or throws its rejection as a 400/413.
-    func verified(_ outcome: VerificationOutcome, context: ServerRequestContext) throws(APIError) -> VerificationRecord {
-        switch outcome {
-        case .verified(let record):
-            metrics.verification(result: "verified")
-            context.notes.update { $0.verdict = "verified" }
-            return record
-        case .rejected(let error):
-            metrics.verification(result: error.code.rawValue)
-            context.notes.update { $0.verdict = error.code.rawValue; $0.reason = error.message }
-            throw APIError(rejected: error)
-        }
+    /// Apple's inputs in: verified, made into inputs and recorded.
+    var ingestion: Ingestion { Ingestion(verifier: verifier, store: store, metrics: metrics) }
+
+    /// Runs store operations for the request: a database failure is a 503, and the request stops
+    /// waiting at its timeout (``Store/run(_:)``).
+    func read<T: Sendable>(_ operations: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await store.run(operations)
     }
 
-    /// Stores an input; any database failure is a 503. Stops waiting when the request is
-    /// cancelled (its timeout), even while the database still waits for a lock (the store's
-    /// ``Store/record(_:)`` promises that).
-    func store(_ input: VerifiedInput, context: ServerRequestContext) async throws -> Bool {
-        do {
-            let isNew = try await store.record(input)
-            context.notes.update { $0.duplicate = !isNew }
-            return isNew
-        } catch let error as APIError {
-            throw error
-        } catch let error as CancellationError {
-            throw error
-        } catch {
-            throw StoreError(String(describing: error))
-        }
+    /// Notes an input that did not verify for the request's log line, and gives its answer: 413
+    /// when it is too large, 400 otherwise.
+    static func refused(_ rejected: Ingestion.Rejected, context: ServerRequestContext) -> APIError {
+        context.notes.update { $0.verdict = rejected.error.code.rawValue; $0.reason = rejected.error.message }
+        return APIError(rejected: rejected.error)
     }
 
-    /// Runs a store operation; any database failure is a 503 (an ``APIError`` the operation
-    /// throws is its answer). Stops waiting when the request is cancelled, as
-    /// ``store(_:context:)`` does.
-    func read<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        do {
-            return try await abandoningOnCancel(body)
-        } catch let error as StoreError {
-            throw error
-        } catch let error as APIError {
-            throw error
-        } catch let error as CancellationError {
-            throw error
-        } catch {
-            throw StoreError(String(describing: error))
-        }
+    /// Notes a recorded input for the request's log line.
+    static func accepted(_ recorded: Ingestion.Recorded, context: ServerRequestContext) {
+        context.notes.update { $0.verdict = "verified"; $0.duplicate = !recorded.isNew }
     }
 
     /// Returns once the database has accepted a write (``Store/ping()``), or throws
@@ -130,17 +101,74 @@ struct RouteEnvironment: Sendable {
         throw APIError.invalidRequest("as_of is \"\(text)\"; expected an ISO 8601 instant such as 2025-06-01T12:00:00Z")
     }
 
-    /// `{"customer_id", "as_of", "entitled", "subscriptions": [state, …]}` for a customer, to
-    /// which an answer may add members.
-    func entitlementsJSON(customerId: String, at instant: Timestamp) async throws -> JSONObjectText {
+    /// A customer's entitlements now or as of an instant.
+    func entitlements(customerId: String, at instant: Timestamp, filter: KeyFilter? = nil) async throws -> Entitlements {
         let store = self.store
         let states = try await read { try await store.states(customerId: customerId, at: instant) }
-        var json = JSONObjectText()
-        json.member("customer_id", customerId)
-        json.member("as_of", instant.iso8601)
-        json.member("entitled", states.contains { $0.isEntitled })
-        json.member("subscriptions", jsonArray: states.map { $0.json() })
-        return json
+            .filter { filter?.admits($0.key) ?? true }
+        return Entitlements(customerId: customerId, asOf: instant, states: states)
+    }
+}
+
+/// `{"customer_id", "as_of", "entitled", "subscriptions": [state, …]}`: a customer's
+/// entitlements, each state exactly as `verify-receipt --state` writes it; `entitled` is true when
+/// any of them is.
+struct Entitlements: Encodable {
+    let customerId: String
+    let asOf: String
+    let entitled: Bool
+    let subscriptions: [RenderedJSON]
+
+    init(customerId: String, asOf instant: Timestamp, states: [SubscriptionState]) {
+        self.customerId = customerId
+        asOf = instant.iso8601
+        entitled = states.contains { $0.isEntitled }
+        subscriptions = states.map { RenderedJSON($0.json()) }
     }
 
+    private enum CodingKeys: String, CodingKey {
+        case customerId = "customer_id"
+        case asOf = "as_of"
+        case entitled, subscriptions
+    }
+}
+
+/// The `?bundle_id=…&environment=…` a route takes to select among a customer's or an id's
+/// subscriptions: either, both or neither.
+struct KeyFilter: Sendable {
+    let bundleId: String?
+    let environment: String?
+
+    /// The filter of a request's query.
+    ///
+    /// - Throws: 400 `invalid_request` for an empty value or an environment that is not one.
+    init(_ request: Request) throws(APIError) {
+        let query = request.uri.queryParameters
+        bundleId = query.get("bundle_id")
+        environment = query.get("environment")
+        if bundleId?.isEmpty == true { throw APIError.invalidRequest("bundle_id is empty") }
+        if let environment, AppStoreEnvironment(rawValue: environment) == nil {
+            throw APIError.invalidRequest("environment is \"\(environment)\"; expected Production, Sandbox, Xcode or LocalTesting")
+        }
+    }
+
+    /// Whether a subscription is selected.
+    func admits(_ key: SubscriptionKey) -> Bool {
+        (bundleId == nil || bundleId == key.bundleId) && (environment == nil || environment == key.environment)
+    }
+
+    /// The one subscription among `keys` (those an id names, filtered), or `nil` when there is
+    /// none.
+    ///
+    /// - Throws: 409 `ambiguous_subscription` listing them when there are several: one original
+    ///   transaction id in Production and in Sandbox, or in two apps, is two subscriptions.
+    static func one(of keys: [SubscriptionKey], id: String) throws(APIError) -> SubscriptionKey? {
+        guard keys.count <= 1 else {
+            let listed = keys.map { "\($0.bundleId) in \($0.environment)" }.joined(separator: ", ")
+            throw APIError(
+                .conflict, "ambiguous_subscription",
+                "original transaction id \(id) names \(keys.count) subscriptions (\(listed)); select one with ?bundle_id= and ?environment=")
+        }
+        return keys.first
+    }
 }

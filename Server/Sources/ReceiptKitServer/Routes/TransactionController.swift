@@ -15,7 +15,7 @@ struct TransactionController {
     let environment: RouteEnvironment
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.post("transactions") { request, context in
+        group.route(.post, "transactions", scope: .write) { request, context in
             try await transaction(request, context: context)
         }
     }
@@ -30,47 +30,51 @@ struct TransactionController {
             guard fields.signedTransaction == nil, fields.receiptData == nil else {
                 throw APIError.invalidRequest("the body has transaction_id and signed_transaction or receipt_data; send one")
             }
-            return try await purchase(transactionId: transactionId, customerId: fields.customerId, context: context)
+            return try await purchase(
+                transactionId: transactionId, customerId: fields.customerId, bundleId: fields.bundleId, environment: fields.environment,
+                context: context)
         }
-        let outcome: VerificationOutcome
+        guard fields.bundleId == nil, fields.environment == nil else {
+            throw APIError.invalidRequest("bundle_id and environment go with transaction_id; a signed purchase names its own")
+        }
+        let purchase: Ingestion.Purchase
         switch (fields.signedTransaction, fields.receiptData) {
         case (.some, .some):
             throw APIError.invalidRequest("the body has both signed_transaction and receipt_data; send one")
         case (let jws?, nil):
-            do {
-                outcome = .verified(try environment.verifier.verify(jws, as: .transaction))
-            } catch let error as ReceiptKitError {
-                outcome = .rejected(error)
-            }
+            purchase = .signedTransaction(jws)
         case (nil, let base64?):
-            outcome = environment.verifier.verify(input: Array(base64.utf8), as: .receipt)
+            purchase = .receipt(base64)
         case (nil, nil):
             throw APIError.invalidRequest("the body has none of signed_transaction, receipt_data and transaction_id")
         }
-        let record = try environment.verified(outcome, context: context)
-        let token = record.transactions.lazy.compactMap(\.appAccountToken).first { !$0.isEmpty }
-        guard let customer = fields.customerId ?? token else {
-            throw APIError.invalidRequest(
-                "customer_id is required: the purchase carries no appAccountToken to link it to")
+        let now = environment.now
+        let (recorded, customer): (Ingestion.Recorded, String)
+        do {
+            (recorded, customer) = try await environment.ingestion.purchase(
+                purchase, raw: body, customerId: fields.customerId, receivedAt: now)
+        } catch let rejected as Ingestion.Rejected {
+            throw RouteEnvironment.refused(rejected, context: context)
         }
-        let event = try VerifiedInput(
-            record: record, raw: body, bundleId: environment.bundleId, customerId: customer, receivedAt: environment.now, source: .app)
-        let isNew = try await environment.store(event, context: context)
-        let entitlements = try await environment.entitlementsJSON(customerId: customer, at: environment.now)
-        var json = entitlements
-        json.member("duplicate", !isNew)
-        json.member("record", json: event.record)
-        return .json(json.text)
+        RouteEnvironment.accepted(recorded, context: context)
+        return try .json(PurchaseAnswer(
+            entitlements: try await environment.entitlements(customerId: customer, at: environment.now), duplicate: !recorded.isNew,
+            record: RenderedJSON(recorded.input.record)))
     }
 
     /// A purchase reported by its id: the customer's history (every page) and statuses, from
     /// Apple, verified, stored and linked; the answer as for a signed transaction, its `record`
     /// that of the transaction named (or, for an app transaction id, the last one Apple listed)
-    /// and `duplicate` true when nothing Apple answered was new.
-    func purchase(transactionId: String, customerId: String?, context: ServerRequestContext) async throws -> Response {
-        guard let apple = environment.apple else { throw AppleSync.notConfigured }
+    /// and `duplicate` true when nothing Apple answered was new. Apple is asked for the app named
+    /// (required when several are served) in the environment named, or in Production and then,
+    /// when Production does not know the transaction, in Sandbox.
+    func purchase(
+        transactionId: String, customerId: String?, bundleId: String?, environment named: String?, context: ServerRequestContext
+    ) async throws -> Response {
+        guard let apple = environment.apple else { throw AppleAPI.notConfigured }
         try AppleSync.checkTransactionId(transactionId)
-        let fetched = try await apple.fetch(transactionId: transactionId)
+        let syncs = try apple.syncs(bundleId: apple.bundleId(bundleId), environment: named)
+        let (sync, fetched) = try await apple.fetch(transactionId: transactionId, from: syncs)
         guard !fetched.transactions.isEmpty else {
             if !fetched.rejected.isEmpty {
                 throw APIError(
@@ -87,16 +91,13 @@ struct TransactionController {
             throw APIError.invalidRequest(
                 "customer_id is required: the purchases Apple lists carry no appAccountToken to link them to")
         }
-        let stored = try await apple.store(fetched, customerId: customer, receivedAt: environment.now)
+        let stored = try await sync.store(fetched, customerId: customer, receivedAt: environment.now)
         // The whole history was read: a sync of these keys continues from here.
-        try await apple.remember(fetched, keys: stored.keys, at: environment.now)
+        try await sync.remember(fetched, keys: stored.keys, at: environment.now)
         context.notes.update { $0.verdict = "verified"; $0.duplicate = stored.new == 0 }
-        var json = try await environment.entitlementsJSON(customerId: customer, at: environment.now)
-        json.member("duplicate", stored.new == 0)
-        if let id = named?.verified.payload.transactionId, let record = stored.records[id] {
-            json.member("record", json: record)
-        }
-        return .json(json.text)
+        return try .json(PurchaseAnswer(
+            entitlements: try await environment.entitlements(customerId: customer, at: environment.now), duplicate: stored.new == 0,
+            record: named?.verified.payload.transactionId.flatMap { stored.records[$0] }.map(RenderedJSON.init)))
     }
 }
 
@@ -110,11 +111,36 @@ struct TransactionRequest: Decodable {
     var receiptData: String?
     /// A transaction id to fetch from Apple.
     var transactionId: String?
+    /// With `transaction_id`: the app to ask Apple for (required when several are served).
+    var bundleId: String?
+    /// With `transaction_id`: the environment to ask Apple in (default: Production, then Sandbox).
+    var environment: String?
 
     private enum CodingKeys: String, CodingKey {
         case customerId = "customer_id"
         case signedTransaction = "signed_transaction"
         case receiptData = "receipt_data"
         case transactionId = "transaction_id"
+        case bundleId = "bundle_id"
+        case environment
+    }
+}
+
+/// The answer to a purchase: the customer's entitlements now, whether nothing was new, and the
+/// record of the transaction named (left out when a purchase by id stored none of it).
+struct PurchaseAnswer: Encodable {
+    let entitlements: Entitlements
+    let duplicate: Bool
+    let record: RenderedJSON?
+
+    private enum CodingKeys: String, CodingKey {
+        case duplicate, record
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try entitlements.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(duplicate, forKey: .duplicate)
+        if let record { try container.encode(record, forKey: .record) }
     }
 }

@@ -17,13 +17,16 @@ struct VerifyReceiptController {
     let environment: RouteEnvironment
 
     func add(to group: RouterGroup<ServerRequestContext>) {
-        group.post("verifyReceipt") { request, context in
+        group.route(.post, "verifyReceipt", scope: .write) { request, context in
             try await verifyReceipt(request, context: context)
         }
     }
 
     func verifyReceipt(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let expected = environment.verifier.configuration.environment
+        // 21007 (a test receipt sent to production) when Production is served, 21008 otherwise,
+        // for a receipt of an environment not served; any served environment's receipt is 0.
+        let served = environment.verifier.configuration.environments
+        let expected: AppStoreEnvironment? = served.contains(.production) ? .production : served.first
         let body: [UInt8]
         do {
             body = try await environment.body(of: request, upTo: environment.receiptBodyLimit)
@@ -54,17 +57,16 @@ struct VerifyReceiptController {
             }
             return .json(rendered)
         }
-        environment.metrics.verification(result: "verified")
-        context.notes.update { $0.verdict = "verified" }
-        let event = try VerifiedInput(
-            record: record, raw: body, bundleId: environment.bundleId, customerId: nil, receivedAt: now, source: .app)
-        _ = try await environment.store(event, context: context)
+        environment.metrics.verification(
+            result: "verified", bundleId: environment.ingestion.bundleId(of: record), environment: record.environment ?? "-")
+        let recorded = try await environment.ingestion.record(record, raw: body, customerId: nil, receivedAt: now, source: .app)
+        RouteEnvironment.accepted(recorded, context: context)
 
-        let keys = VerifiedInput.keys(of: record, bundleId: environment.bundleId)
+        let keys = recorded.input.keys
         let store = environment.store
-        let events = try await environment.read { try await store.inputs(touching: keys) }
+        let inputs = try await environment.read { try await store.inputs(touching: keys) }
         let (latest, pending) = try VerifyReceiptHistory.render(
-            events: events, keys: Set(keys), excludeOldTransactions: excludeOldTransactions)
+            inputs: inputs, keys: Set(keys), excludeOldTransactions: excludeOldTransactions)
         var json = JSONObjectText(extending: rendered)
         json.member("latest_receipt_info", json: latest)
         json.member("pending_renewal_info", json: pending)

@@ -13,9 +13,19 @@ extension Store {
     /// - Returns: `true` when the input is new, `false` when its dedup key was already stored (a
     ///   replay, which changes no state) or when it only repeats what is stored
     ///   (``VerifiedInput/skipsRepeats``).
+    /// - Throws: ``StoreError`` when the database fails; `CancellationError`.
     package func record(_ input: VerifiedInput) async throws -> Bool {
         let recording = Recording(input, dialect: backend.dialect, targets: feed.targets, directory: headers)
-        let recorded = try await backend.record(recording)
+        let recorded: Recording.Result
+        do {
+            recorded = try await backend.record(recording)
+        } catch let error as StoreError {
+            throw error
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw StoreError(String(describing: error))
+        }
         headers.remember(recorded.headers)
         feed.tell(recorded.commit)
         return recorded.isNew

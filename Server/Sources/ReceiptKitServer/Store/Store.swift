@@ -67,6 +67,26 @@ package final class Store: Sendable {
         }
     }
 
+    /// Runs store operations on behalf of a request or a run: stops waiting as soon as the caller
+    /// is cancelled (a request's timeout), even while the database still waits for a lock — the
+    /// operations are cancelled too and finish on their own; a write they commit after the caller
+    /// stopped waiting is harmless, since the client retries and a replay changes nothing. A
+    /// failure of the database is a ``StoreError`` (503: the caller retries); an ``APIError`` the
+    /// operations throw is their answer, passed on.
+    package func run<T: Sendable>(_ operations: @escaping @Sendable () async throws -> T) async throws -> T {
+        do {
+            return try await abandoningOnCancel(operations)
+        } catch let error as StoreError {
+            throw error
+        } catch let error as APIError {
+            throw error
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw StoreError(String(describing: error))
+        }
+    }
+
     /// Applies the migrations not yet applied. Safe to call from several servers at once.
     package func migrate() async throws {
         try await migrate(through: nil)

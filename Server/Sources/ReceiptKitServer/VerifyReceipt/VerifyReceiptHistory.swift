@@ -26,16 +26,16 @@ enum VerifyReceiptHistory {
     /// `/verifyReceipt` and `/v1/customers/{id}/entitlements` agree on the same records.
     ///
     /// - Parameters:
-    ///   - events: The stored events touching `keys`, in the order they were stored.
+    ///   - inputs: The stored inputs touching `keys`, in the order they were stored.
     ///   - keys: The receipt's keys; transactions and renewal infos of other keys are left out.
     ///   - excludeOldTransactions: The request's `exclude-old-transactions`: list only the latest
     ///     transaction of each auto-renewable subscription, as Apple did.
     /// - Returns: `latest_receipt_info` and `pending_renewal_info`, each a JSON array.
     /// - Throws: ``StoreError`` when a stored record does not decode (the store is damaged).
     static func render(
-        events: [StoredInput], keys: Set<SubscriptionKey>, excludeOldTransactions: Bool = false
+        inputs: [StoredInput], keys: Set<SubscriptionKey>, excludeOldTransactions: Bool = false
     ) throws -> (latest: String, pending: String) {
-        let (transactions, renewalInfos) = try winningCopies(of: events, keys: keys)
+        let (transactions, renewalInfos) = try winningCopies(of: inputs, keys: keys)
         var latest = transactions.sorted {
             let (lhs, rhs) = ($0.element.transaction, $1.element.transaction)
             return (lhs.purchaseDate?.millisecondsSince1970 ?? .min, lhs.transactionId ?? "")
@@ -61,36 +61,33 @@ enum VerifyReceiptHistory {
         let copy: LedgerCopy
     }
 
-    /// Rule 1 over the stored records: each transaction's winning copy, and each key's winning
-    /// renewal info.
-    private static func winningCopies(of events: [StoredInput], keys: Set<SubscriptionKey>) throws
+    /// Rule 1 over the stored records (ReceiptKit's ``WinningCopies``): each transaction's winning
+    /// copy, and each key's winning renewal info.
+    private static func winningCopies(of inputs: [StoredInput], keys: Set<SubscriptionKey>) throws
         -> (transactions: [Listed], renewalInfos: [SubscriptionKey: (info: StoredRecord.RenewalInfo, copy: LedgerCopy)])
     {
-        var transactions: [TransactionSlot: Listed] = [:]
-        var renewalInfos: [SubscriptionKey: (info: StoredRecord.RenewalInfo, copy: LedgerCopy)] = [:]
-        for event in events {
-            let record = try StoredRecord(event)
-            for (transaction, copy) in record.transactionCopies(receivedAt: event.receivedAt) {
-                guard let id = transaction.transactionId, let key = copy.key, keys.contains(key) else { continue }
-                let slot = TransactionSlot(key: key, transactionId: id)
-                if let known = transactions[slot], !copy.supersedes(known.copy) { continue }
-                var element = VerifyReceiptTransaction(transaction)
-                element.cancellationDate = copy.revocationDate
-                transactions[slot] = Listed(element: element, key: key, copy: copy)
+        var transactions = WinningCopies<NormalizedTransaction>()
+        var renewalInfos = WinningCopies<(info: StoredRecord.RenewalInfo, key: SubscriptionKey)>()
+        for input in inputs {
+            let record = try StoredRecord(input)
+            for (transaction, copy) in record.transactionCopies(receivedAt: input.receivedAt) {
+                guard transaction.transactionId != nil, let key = copy.key, keys.contains(key) else { continue }
+                transactions.offer(copy, with: transaction)
             }
             if let info = record.renewalInfo, let key = keys.first(where: { info.belongs(to: $0) }),
                let copy = record.renewalInfoCopy() {
-                if let known = renewalInfos[key], !copy.supersedes(known.copy) { continue }
-                renewalInfos[key] = (info, copy)
+                renewalInfos.offer(copy, with: (info, key))
             }
         }
-        return (Array(transactions.values), renewalInfos)
-    }
-
-    /// A transaction of a key: the copies of one transaction share it.
-    private struct TransactionSlot: Hashable {
-        let key: SubscriptionKey
-        let transactionId: String
+        let listed = transactions.all.compactMap { winner -> Listed? in
+            guard let key = winner.copy.key else { return nil }
+            var element = VerifyReceiptTransaction(winner.companion)
+            element.cancellationDate = winner.copy.revocationDate
+            return Listed(element: element, key: key, copy: winner.copy)
+        }
+        var byKey: [SubscriptionKey: (info: StoredRecord.RenewalInfo, copy: LedgerCopy)] = [:]
+        for winner in renewalInfos.all { byKey[winner.companion.key] = (winner.companion.info, winner.copy) }
+        return (listed, byKey)
     }
 
     /// One element of `pending_renewal_info`, rendered by ReceiptKitFormats.

@@ -71,15 +71,15 @@ enum Fixture {
         return transactions
     }
 
-    /// A fake serving ``transactions()``.
-    static func fake(clock: @escaping @Sendable () -> Date = { Date() }) throws -> FakeAppStoreServerAPI {
+    /// A fake serving ``transactions()``, playing `environment` (`Sandbox` or `Production`).
+    static func fake(environment: String = "Sandbox", clock: @escaping @Sendable () -> Date = { Date() }) throws -> FakeAppStoreServerAPI {
         let signer = FakeAppStoreServerAPI.Signer(
             key: try ES256SigningKey(pemBytes: testVector("pki/leaf.key")),
             chain: try ["pki/leaf.der", "pki/intermediate.der", "pki/root.der"].map(testVector))
         let forger = FakeAppStoreServerAPI.Signer(key: try ES256SigningKey(pemBytes: testVector("pki/other-leaf.key")), chain: signer.chain)
         let fake = FakeAppStoreServerAPI(
             credentials: .init(keyId: keyId, issuerId: issuerId, bundleId: bundleId, publicKey: try key().signingKey.publicKey),
-            signer: signer, forger: forger, signedDate: signedDate, clock: clock)
+            signer: signer, forger: forger, environment: environment, signedDate: signedDate, clock: clock)
         fake.transactions = transactions()
         return fake
     }

@@ -256,10 +256,7 @@ struct ConsoleRouteTests {
         for token in [testToken, nil] {
             try await TestServer.run(.sqlite, token: token) { server in
                 var bodies: [String] = []
-                for (path, type) in [
-                    ("/console/", "text/html"), ("/console", "text/html"), ("/console/console.js", "text/javascript"),
-                    ("/console/console.css", "text/css"), ("/console/icon.svg", "image/svg+xml"),
-                ] {
+                func fetch(_ path: String, _ type: String) async throws -> String {
                     let answer = try await server.get(path, token: nil)
                     #expect(answer.status == .ok, "\(path)")
                     #expect(answer.headers[.contentType]?.hasPrefix(type) == true, "\(path)")
@@ -267,18 +264,37 @@ struct ConsoleRouteTests {
                     #expect(answer.header("X-Frame-Options") == "DENY", "\(path)")
                     #expect(answer.header("X-Content-Type-Options") == "nosniff", "\(path)")
                     #expect(answer.header("Referrer-Policy") == "no-referrer", "\(path)")
-                    bodies.append(answer.text)
+                    return answer.text
                 }
+                for (path, type) in [
+                    ("/console/", "text/html"), ("/console", "text/html"), ("/console/console.mjs", "text/javascript"),
+                    ("/console/console.css", "text/css"), ("/console/icon.svg", "image/svg+xml"),
+                ] {
+                    bodies.append(try await fetch(path, type))
+                }
+                // The script's modules: console.mjs and every module it imports, served alike.
+                var modules = ["console.mjs"]
+                var scripts: [String] = []
+                while scripts.count < modules.count {
+                    let script = try await fetch("/console/" + modules[scripts.count], "text/javascript")
+                    scripts.append(script)
+                    for match in script.matches(of: #/from '\./([a-z0-9-]+\.mjs)'/#) where !modules.contains(String(match.1)) {
+                        modules.append(String(match.1))
+                    }
+                }
+                #expect(modules.count > 1)
                 let page = bodies[0]
                 #expect(page.contains(#"data-auth="\#(token == nil ? "none" : "token")""#))
                 // Every script is the embedded file; no inline script, style or handler.
                 #expect(page.components(separatedBy: "<script").count == 2)
-                #expect(page.contains(#"<script src="/console/console.js" defer></script>"#))
+                #expect(page.contains(#"<script type="module" src="/console/console.mjs"></script>"#))
                 #expect(!page.contains("<style"))
                 #expect(page.range(of: #"\s(on[a-z]+|style)\s*="#, options: .regularExpression) == nil)
                 #expect(!page.contains("http://") && !page.contains("https://") && !bodies[3].contains("@import"))
-                // The script never writes markup.
-                #expect(bodies[2].range(of: #"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function"#, options: .regularExpression) == nil)
+                // The script never writes markup: none of its modules.
+                for (name, script) in zip(modules, scripts) {
+                    #expect(script.range(of: #"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function"#, options: .regularExpression) == nil, "\(name)")
+                }
                 try await server.get("/console/missing.js", token: nil).expectError(.notFound, "not_found")
             }
         }

@@ -11,7 +11,21 @@ import Glibc
 /// - Throws: `CancellationError` after recording an issue naming `what`, when `limit` passes.
 func waitUntil(
     _ what: @autoclosure () -> String, within limit: Duration = .seconds(60),
-    sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
+    sourceLocation: SourceLocation = #_sourceLocation, _ condition: () throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if try condition() { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    Issue.record("not within \(limit): \(what())", sourceLocation: sourceLocation)
+    throw CancellationError()
+}
+
+/// ``waitUntil(_:within:sourceLocation:_:)`` for a condition that must itself wait (a request).
+func waitUntil(
+    _ what: @autoclosure () -> String, within limit: Duration = .seconds(60),
+    sourceLocation: SourceLocation = #_sourceLocation, asking condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + limit
     while ContinuousClock.now < deadline {
@@ -51,10 +65,10 @@ extension TestServer {
         var last = try await metric(sample)
         for change in 1...2 {
             var value = last
-            try await waitUntil("change \(change) of \(sample) (\(value.map { String($0) } ?? "not exposed"))", sourceLocation: sourceLocation) {
+            try await waitUntil("change \(change) of \(sample) (\(value.map { String($0) } ?? "not exposed"))", sourceLocation: sourceLocation, asking: {
                 value = try await metric(sample)
                 return value != nil && value != last
-            }
+            })
             last = value
         }
     }
@@ -71,10 +85,10 @@ extension TestServer {
         let sample = Self.oldestPending(destination)
         let expected = Double(now - pendingSince) / 1000
         var value: Double?
-        try await waitUntil("\(sample) \(expected) (\(value.map { String($0) } ?? "not exposed"))", sourceLocation: sourceLocation) {
+        try await waitUntil("\(sample) \(expected) (\(value.map { String($0) } ?? "not exposed"))", sourceLocation: sourceLocation, asking: {
             value = try await metric(sample)
             return value == expected
-        }
+        })
     }
 }
 

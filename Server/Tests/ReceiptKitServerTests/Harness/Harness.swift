@@ -177,6 +177,11 @@ extension TestResponse {
         return error["code"] as? String
     }
 
+    /// The message of an `{"error": {"code", "message"}}` body, or an empty string.
+    func errorMessage() throws -> String {
+        (try json()["error"] as? [String: Any])?["message"] as? String ?? ""
+    }
+
     /// Expects an HTTP status and an error body with this code.
     func expectError(_ status: HTTPResponse.Status, _ code: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
         #expect(self.status == status, "\(String(buffer: body))", sourceLocation: sourceLocation)

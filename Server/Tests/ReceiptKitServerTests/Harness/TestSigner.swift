@@ -1,5 +1,6 @@
 import CServerTestOpenSSL
 import Foundation
+import ServerSupport
 import Testing
 
 /// Signs JWS under the project's test PKI (`TestVectors/pki`) with libcrypto, so that each test
@@ -23,9 +24,9 @@ struct TestSigner: Sendable {
     func sign(_ payload: String) throws -> String {
         let x5c = chain.map { "\"\(Data($0).base64EncodedString())\"" }.joined(separator: ",")
         let header = "{\"alg\":\"ES256\",\"x5c\":[\(x5c)]}"
-        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload.utf8))
+        let input = Base64URL.string(Array(header.utf8)) + "." + Base64URL.string(Array(payload.utf8))
         let (r, s) = try rawSignature(over: Array(input.utf8))
-        return input + "." + Base64URL.encode(r + s)
+        return input + "." + Base64URL.string(r + s)
     }
 
     private func rawSignature(over message: [UInt8]) throws -> ([UInt8], [UInt8]) {
@@ -57,15 +58,5 @@ struct TestSigner: Sendable {
             return [UInt8](repeating: 0, count: 32 - value.count) + value
         }
         return (try integer(), try integer())
-    }
-}
-
-/// Unpadded base64url, as JWS segments are written.
-enum Base64URL {
-    static func encode(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptKitServer
+import ServerSupport
 import Testing
 
 /// ``RawCompaction``: what it finds to replace, that expanding gives back exactly the bytes
@@ -52,7 +53,7 @@ struct RawCompactionTests {
         var generator = Generator(state: 0x5EED + UInt64(offset))
         let header = Self.segment(count: 301, using: &generator)
         let payload = Array(repeating: UInt8(ascii: "p"), count: 10 + offset) + header + Array(".rest".utf8)
-        let raw = Array("{\"x\":\"".utf8) + RawCompaction.base64URL(payload[...]) + Array("\"}".utf8)
+        let raw = Array("{\"x\":\"".utf8) + Base64URL.encode(payload[...]) + Array("\"}".utf8)
         let compacted = try #require(RawCompaction.compact(raw, headers: [RawCompaction.Header(id: 1, segment: header)]))
         let referenceAt = try #require(compacted.firstIndex(of: RawCompaction.escape))
         // A header starting at byte 10 + offset starts its whole groups (3 - (10 + offset) % 3) % 3 bytes in.

@@ -237,40 +237,49 @@ enum LedgerStatements {
                 isSubscription: isSubscription, isFamilyShared: isFamilyShared, nextChangeAt: nextChangeAt))
     }
 
-    /// A row of ``candidates`` or ``candidatesKnownAt``: a transaction's latest copy with its rank.
+    /// A row of ``candidates`` or ``candidatesKnownAt``: a transaction's latest copy.
     struct CandidateRow: Sendable {
         var json: String
-        var rank: (isUpgraded: Int64, purchase: Int64, expires: Int64)
         var transactionId: String
         var knownFrom: Int64
     }
 
-    /// The latest copies of the key's transactions, those not upgraded first, each group by
-    /// `purchaseDate` then `expiresDate`, latest first (rule 2's order, its last tie-break left to
-    /// ReceiptKit).
+    /// The columns that keep a transaction copy's ``LedgerCopy/Rank`` (rule 2's order, ReceiptKit's),
+    /// and the `ORDER BY` that sorts by it, highest first: not upgraded (0) before upgraded, then
+    /// the later purchase, then the later expiry, an absent date as `Int64.min` (lowest, as the
+    /// rank has it). The store only sorts by the rank; ReceiptKit defines it, and evaluates the
+    /// candidates read (``Evaluation``).
+    static let rankOrder = "is_upgraded, purchase_date DESC, expires_date DESC"
+
+    /// A copy's rank columns, in ``insertTransactionCopy``'s order.
+    static func rankValues(_ copy: LedgerCopy) -> [StoreValue] {
+        let rank = copy.rank
+        return [.flag(rank?.isUpgraded ?? false), .integer(instant(rank?.purchaseDate)), .integer(instant(rank?.expiresDate))]
+    }
+
+    /// The latest copies of the key's transactions, highest ranked first, the two top ones
+    /// (rule 2 picks among them; its last tie-break, the transaction id, is ReceiptKit's).
     static let candidates = Query(
         """
-        SELECT copy, is_upgraded, purchase_date, expires_date, transaction_id, known_from FROM transaction_copies
+        SELECT copy, transaction_id, known_from FROM transaction_copies
         WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND is_latest = 1
-        ORDER BY is_upgraded, purchase_date DESC, expires_date DESC LIMIT \(candidateLimit)
+        ORDER BY \(rankOrder) LIMIT \(candidateLimit)
         """, row: candidateRow)
 
     /// ``candidates`` among the copies known at an instant: of each transaction, the copy signed
     /// last by then.
     static let candidatesKnownAt = Query(
         """
-        SELECT c.copy, c.is_upgraded, c.purchase_date, c.expires_date, c.transaction_id, c.known_from FROM transaction_copies c
+        SELECT c.copy, c.transaction_id, c.known_from FROM transaction_copies c
         WHERE c.original_transaction_id = ? AND c.bundle_id = ? AND c.environment = ? AND c.known_from = (
             SELECT MAX(d.known_from) FROM transaction_copies d
             WHERE d.original_transaction_id = c.original_transaction_id AND d.bundle_id = c.bundle_id
                 AND d.environment = c.environment AND d.transaction_id = c.transaction_id AND d.known_from <= ?)
-        ORDER BY c.is_upgraded, c.purchase_date DESC, c.expires_date DESC LIMIT \(candidateLimit)
+        ORDER BY \(rankOrder) LIMIT \(candidateLimit)
         """, row: candidateRow)
 
-    @Sendable private static func candidateRow(
-        json: String, isUpgraded: Int64, purchase: Int64, expires: Int64, transactionId: String, knownFrom: Int64
-    ) -> CandidateRow {
-        CandidateRow(json: json, rank: (isUpgraded, purchase, expires), transactionId: transactionId, knownFrom: knownFrom)
+    @Sendable private static func candidateRow(json: String, transactionId: String, knownFrom: Int64) -> CandidateRow {
+        CandidateRow(json: json, transactionId: transactionId, knownFrom: knownFrom)
     }
 
     /// The key's transaction copy signed last by an instant.

@@ -51,7 +51,7 @@ struct Evaluation: RowSteps, Sendable {
         case .candidatesAt:
             let candidates = try self.candidates(LedgerStatements.candidatesKnownAt.decode(rows))
             guard Self.candidatesSuffice(candidates) else { return allCopies() }
-            copies = candidates.map(\.copy)
+            copies = candidates
             phase = .lastTransactionAt
             return .fetch(LedgerStatements.lastTransactionCopyKnownAt.fetch(keyValues + [at]))
         case .lastTransactionAt:
@@ -64,7 +64,7 @@ struct Evaluation: RowSteps, Sendable {
         case .candidates:
             let candidates = try self.candidates(LedgerStatements.candidates.decode(rows))
             guard Self.candidatesSuffice(candidates) else { return allCopies() }
-            copies = candidates.map(\.copy)
+            copies = candidates
             if let last = head.lastTransaction, !hasCopy(last.transactionId, knownFrom: last.knownFrom) {
                 if let stored = written.transaction(last.transactionId, knownFrom: last.knownFrom, of: key) {
                     copies.append(stored)
@@ -91,16 +91,10 @@ struct Evaluation: RowSteps, Sendable {
         }
     }
 
-    /// A transaction's latest copy, ranked as ``LedgerStatements/candidates`` sorts them.
-    private struct Candidate {
-        var copy: LedgerCopy
-        var rank: (isUpgraded: Int64, purchase: Int64, expires: Int64)
-    }
-
     /// Whether the top-ranked candidates read decide the state: fewer than the limit were read
-    /// (there are no more), or the last one read ranks below the first (so does every one not
-    /// read).
-    private static func candidatesSuffice(_ candidates: [Candidate]) -> Bool {
+    /// (there are no more), or the last one read ranks below the first in rule 2's order
+    /// (``LedgerCopy/Rank``), and so does every one not read.
+    private static func candidatesSuffice(_ candidates: [LedgerCopy]) -> Bool {
         guard candidates.count == LedgerStatements.candidateLimit, let first = candidates.first, let last = candidates.last else {
             return true
         }
@@ -117,11 +111,9 @@ struct Evaluation: RowSteps, Sendable {
     }
 
     /// Candidates from their rows; a copy this transaction stored is taken from ``written``.
-    private func candidates(_ rows: [LedgerStatements.CandidateRow]) throws -> [Candidate] {
+    private func candidates(_ rows: [LedgerStatements.CandidateRow]) throws -> [LedgerCopy] {
         try rows.map { row in
-            Candidate(
-                copy: try written.transaction(row.transactionId, knownFrom: row.knownFrom, of: key) ?? copy(row.json, .transaction),
-                rank: row.rank)
+            try written.transaction(row.transactionId, knownFrom: row.knownFrom, of: key) ?? copy(row.json, .transaction)
         }
     }
 

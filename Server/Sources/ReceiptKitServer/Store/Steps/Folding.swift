@@ -78,10 +78,7 @@ struct Folding: RowSteps, Sendable {
     static func plan(_ copy: LedgerCopy, latest: LedgerCopy?, same: LedgerCopy?? = .none) -> Plan {
         guard let keyValues = LedgerStatements.transaction(of: copy) else { return .write(Result()) }
         let signed = StoreValue.integer(copy.knownFrom.millisecondsSince1970)
-        let columns: [StoreValue] = [
-            .flag(copy.isUpgraded), .integer(LedgerStatements.instant(copy.purchaseDate)),
-            .integer(LedgerStatements.instant(copy.expiresDate)), LedgerStatements.json(copy),
-        ]
+        let columns = LedgerStatements.rankValues(copy) + [LedgerStatements.json(copy)]
         let replace = Result(writes: [StoreWrite(LedgerStatements.replaceTransactionCopy, columns + keyValues + [signed])], stored: true)
         func insert(isLatest: Bool) -> StoreWrite {
             StoreWrite(LedgerStatements.insertTransactionCopy, keyValues + [signed, .flag(isLatest)] + columns)

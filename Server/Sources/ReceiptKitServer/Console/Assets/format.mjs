@@ -1,0 +1,161 @@
+// How the console writes what the API answers: instants in UTC, durations, statuses, the
+// records' titles and the labels of the timeline. Pure functions of their arguments (no DOM, no
+// clock, not the viewer's time zone), tested by Server/Tests/ConsoleAssetsTests/format.test.mjs.
+
+/** A subscription's statuses, in the order the overview lists them. */
+export const STATUSES = ['active', 'grace_period', 'billing_retry', 'expired', 'revoked'];
+
+const STATUS_WORDS = { active: 'Active', grace_period: 'Grace period', billing_retry: 'Billing retry', expired: 'Expired', revoked: 'Revoked' };
+
+const MARK_WORDS = { revocation: 'Refund or revocation', product_change: 'Product change', auto_renew_off: 'Auto-renew turned off',
+  auto_renew_on: 'Auto-renew turned on', renewal_product_change: 'Renews as another product' };
+
+/** The months' short English names, January first. */
+export const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+// RFC 3339 with its zone, as the server writes every instant ("2024-05-01T09:30:00.000Z").
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * The milliseconds since 1970 of an instant the server wrote.
+ * @param {string | null | undefined} text RFC 3339 with a zone (`Z` or `±hh:mm`).
+ * @returns {number} The instant, or `NaN` for anything else (a date without a zone would be read
+ *   in the viewer's time zone, so it is no instant here).
+ */
+export function instant(text) {
+  return typeof text === 'string' && INSTANT.test(text) ? Date.parse(text) : NaN;
+}
+
+/**
+ * An instant to the minute in UTC: `2024-05-01 09:30 UTC` (seconds cut, not rounded).
+ * @param {string | null | undefined} text An instant the server wrote.
+ * @returns {string} `—` for none; the text as it is when it is no instant.
+ */
+export function when(text) {
+  if (!text) return '—';
+  const time = instant(text);
+  return Number.isFinite(time) ? new Date(time).toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : String(text);
+}
+
+/**
+ * A number of seconds in the largest unit that keeps it readable: `90 s`, `15 min`, `5 h`, `3 days`.
+ * @param {number} seconds
+ * @returns {string} Seconds below 2 minutes, minutes below 2 hours, hours below 2 days, then days.
+ */
+export function duration(seconds) {
+  if (seconds < 120) return seconds + ' s';
+  if (seconds < 7200) return Math.round(seconds / 60) + ' min';
+  if (seconds < 172800) return Math.round(seconds / 3600) + ' h';
+  return Math.round(seconds / 86400) + ' days';
+}
+
+/**
+ * A status in words: `Grace period`.
+ * @param {string} status A status the API wrote.
+ * @returns {string} Its words, or the status as it is when the console does not know it.
+ */
+export function statusWords(status) {
+  return Object.hasOwn(STATUS_WORDS, status) ? STATUS_WORDS[status] : status;
+}
+
+/**
+ * A field of a subscription's state as the console shows it: dates (`…_date`, `as_of`) as
+ * {@link when} writes them, `null` as `—`, anything else as its text.
+ * @param {string} name The field's name.
+ * @param {unknown} value Its value.
+ * @returns {string}
+ */
+export function fieldText(name, value) {
+  if (value === null) return '—';
+  return typeof value === 'string' && /_date$|^as_of$/.test(name) ? when(value) : String(value);
+}
+
+/**
+ * A notification's type and subtype: `DID_CHANGE_RENEWAL_STATUS · AUTO_RENEW_DISABLED`.
+ * @returns {string} Empty when it has neither.
+ */
+export function notificationKind(type, subtype) {
+  return [type, subtype].filter(Boolean).join(' · ');
+}
+
+/**
+ * What a stored record is: its kind, then its notification's type and subtype, if any.
+ * @param {{kind: string, notification_type?: string, notification_subtype?: string}} record
+ * @returns {string}
+ */
+export function recordKind(record) {
+  return [record.kind, record.notification_type, record.notification_subtype].filter(Boolean).join(' · ');
+}
+
+/**
+ * A stored record's title: what it is and when the server received it.
+ * @returns {string}
+ */
+export function recordTitle(record) {
+  return recordKind(record) + ' · ' + when(record.received_at);
+}
+
+// The field whose date a status dates from, for the statuses that date from one.
+const SINCE = { revoked: 'revocation_date', expired: 'expires_date', billing_retry: 'expires_date' };
+
+/**
+ * One subscription's state in a sentence: `premium.monthly: active until 2024-06-01 09:30 UTC,
+ * will not renew`, `…: revoked since …`, `…: grace period until …`.
+ * @param {object} state A subscription's state, as `GET /v1/subscriptions/{id}` answers it.
+ * @returns {string}
+ */
+export function stateSentence(state) {
+  const name = (state.product_id || state.original_transaction_id) + ': ' + statusWords(state.status).toLowerCase();
+  if (state.status === 'grace_period') return name + ' until ' + when(state.grace_period_expires_date);
+  if (state.status === 'active') {
+    return name + (state.expires_date ? ' until ' + when(state.expires_date) : '') + (state.will_renew === false ? ', will not renew' : '');
+  }
+  const since = Object.hasOwn(SINCE, state.status) ? state[SINCE[state.status]] : null;
+  return since ? name + ' since ' + when(since) : name;
+}
+
+/**
+ * Why a customer is entitled or not: the subscriptions that entitle them, or, when none does,
+ * every subscription's state.
+ * @param {object[]} subscriptions The customer's subscriptions' states.
+ * @returns {string}
+ */
+export function entitlementReason(subscriptions) {
+  if (!subscriptions.length) return 'Nothing is linked to this customer id.';
+  const entitling = subscriptions.filter((state) => state.entitled);
+  return (entitling.length ? entitling : subscriptions).map(stateSentence).join('; ');
+}
+
+/**
+ * Whether a paid period of the timeline is a free trial.
+ * @returns {boolean}
+ */
+export function isFreeTrial(period) {
+  return Boolean(period.offer && period.offer.discount_type === 'free_trial');
+}
+
+/**
+ * A period's label on the timeline: `Paid period 7002 · premium.monthly · 2024-02-01 00:00 UTC – …`.
+ * @returns {string}
+ */
+export function periodLabel(period) {
+  return (isFreeTrial(period) ? 'Free trial' : 'Paid period') + ' ' + period.transaction_id + ' · ' + (period.product_id || '') + ' · ' +
+    when(period.start) + ' – ' + (period.end ? when(period.end) : 'no end');
+}
+
+/**
+ * A status span's label on the timeline: `Billing retry 2024-03-08 01:00 UTC – 2024-03-11 00:00 UTC`.
+ * @returns {string} Ending `now and on` for the span that has not ended.
+ */
+export function spanLabel(span) {
+  return statusWords(span.status) + ' ' + when(span.from) + ' – ' + (span.to ? when(span.to) : 'now and on');
+}
+
+/**
+ * A mark's label on the timeline: what happened, when, the products, the reason.
+ * @returns {string}
+ */
+export function markLabel(mark) {
+  return (Object.hasOwn(MARK_WORDS, mark.kind) ? MARK_WORDS[mark.kind] : mark.kind) + ' · ' + when(mark.at) + (mark.product_id ? ' · ' + mark.product_id : '') +
+    (mark.previous_product_id ? ' (was ' + mark.previous_product_id + ')' : '') + (mark.reason ? ' · ' + mark.reason : '');
+}
