@@ -310,9 +310,12 @@ extension TestServer {
     }
 
     /// Polls the deliveries in a state until `condition` holds of them.
+    ///
+    /// - Throws: `CancellationError` after recording an issue naming `what`, at the caller, when
+    ///   `limit` passes.
     func waitUntilDeliveries(
         _ what: String, state: String = "pending", within limit: Duration = .seconds(60),
-        _ condition: ([[String: Any]]) -> Bool
+        sourceLocation: SourceLocation = #_sourceLocation, _ condition: ([[String: Any]]) -> Bool
     ) async throws {
         let deadline = ContinuousClock.now + limit
         var last: [[String: Any]] = []
@@ -321,7 +324,7 @@ extension TestServer {
             if condition(last) { return }
             try await Task.sleep(for: .milliseconds(20))
         }
-        Issue.record("not within \(limit): \(what); \(state): \(last)")
+        Issue.record("not within \(limit): \(what); \(state): \(last)", sourceLocation: sourceLocation)
         throw CancellationError()
     }
 }
