@@ -257,7 +257,7 @@ struct WebhookDeliveryTests {
                 let start = ContinuousClock.now
                 for body in bodies { #expect(try await server.notify(body).status == .ok) }
                 #expect(try await server.get("/v1/events").status == .ok)
-                try await waitUntil("the receiver holds two requests") { receiver.received.count == 2 }
+                try await waitUntil("the receiver holds two requests") { receiver.received.count >= 2 }
                 let elapsed = ContinuousClock.now - start
                 #expect(elapsed < .seconds(60), "the API waited for the receiver: \(elapsed)")
                 // A third request would start at a round's claim, with every row written and two
