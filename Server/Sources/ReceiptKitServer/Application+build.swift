@@ -104,6 +104,7 @@ public func buildApplication(
     let v1 = authenticated.group("v1")
     TransactionController(environment: environment).add(to: v1)
     EntitlementController(environment: environment).add(to: v1)
+    CustomerController(environment: environment).add(to: v1)
     ReconcileController(environment: environment, reconciler: reconciler).add(to: v1)
     OfferController(environment: environment).add(to: v1)
     FeedController(environment: environment).add(to: v1)
