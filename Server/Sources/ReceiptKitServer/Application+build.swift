@@ -25,6 +25,26 @@ public func buildApplication(
     configuration: ServerConfiguration, logger: Logger, postgresSearchPath: String? = nil,
     clock: @escaping @Sendable () -> Date = { Date() }
 ) throws -> some ApplicationProtocol {
+    try buildServer(configuration: configuration, logger: logger, postgresSearchPath: postgresSearchPath, clock: clock).application
+}
+
+/// The server ``buildApplication(configuration:logger:postgresSearchPath:clock:)`` builds, with
+/// the routes its router holds: what the tests hold `Server/openapi.yaml` to.
+package struct BuiltServer {
+    /// The application, ready for `runService()`.
+    package let application: Application<RouterResponder<ServerRequestContext>>
+    /// Every route, as its method (`GET`) and its path with `{parameter}` captures
+    /// (`/v1/customers/{customer_id}/entitlements`).
+    package let routes: [(method: String, path: String)]
+}
+
+/// Builds the server and lists its routes (``buildApplication(configuration:logger:postgresSearchPath:clock:)``).
+///
+/// - Throws: As ``buildApplication(configuration:logger:postgresSearchPath:clock:)``.
+package func buildServer(
+    configuration: ServerConfiguration, logger: Logger, postgresSearchPath: String? = nil,
+    clock: @escaping @Sendable () -> Date = { Date() }
+) throws -> BuiltServer {
     let metrics = ServerMetrics()
     let wake = DeliveryWake()
     let feed = FeedSettings(targets: configuration.events.targets, observer: { commit in
@@ -104,6 +124,7 @@ public func buildApplication(
     let v1 = authenticated.group("v1")
     TransactionController(environment: environment).add(to: v1)
     EntitlementController(environment: environment).add(to: v1)
+    CustomerController(environment: environment).add(to: v1)
     ReconcileController(environment: environment, reconciler: reconciler).add(to: v1)
     OfferController(environment: environment).add(to: v1)
     FeedController(environment: environment).add(to: v1)
@@ -124,5 +145,5 @@ public func buildApplication(
         sweepMigratedContinuation.finish()
         deliveryMigratedContinuation.finish()
     }
-    return app
+    return BuiltServer(application: app, routes: router.routes.map { (method: $0.method.rawValue, path: $0.path.description) })
 }

@@ -28,6 +28,17 @@ function client(fetch, token = null) {
 }
 
 describe('apiClient', () => {
+  test('an action names its method and sends no body; a read names none', async () => {
+    const { fetch, requests } = recordingFetch({ status: 200, body: { customer_id: 'c' } }, { status: 200, body: {} });
+    const { api } = client(fetch, 's3cret');
+    assert.deepEqual(await api('/v1/customers/c', { method: 'DELETE' }), { customer_id: 'c' });
+    await api('/v1/token', {});
+    assert.equal(requests[0].init.method, 'DELETE');
+    assert.equal('body' in requests[0].init, false);
+    assert.equal(requests[0].init.headers.Authorization, 'Bearer s3cret');
+    assert.equal('method' in requests[1].init, false);
+  });
+
   test('a request carries the token as a bearer, asks for JSON, and sends no cookie, uses no cache, follows no redirect', async () => {
     const { fetch, requests } = recordingFetch({ status: 200, body: { as_of: 'x' } });
     const { api } = client(fetch, 's3cret');

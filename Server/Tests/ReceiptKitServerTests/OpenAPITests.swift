@@ -74,6 +74,10 @@ struct OpenAPITests {
             Sample(method: "put", path: "/v1/customers/{customer_id}/consumption-consent", uri: "/v1/customers/o/consumption-consent", body: #"{"consented":true}"#, token: true),
             Sample(method: "put", path: "/v1/customers/{customer_id}/consumption-consent", uri: "/v1/customers/o/consumption-consent", body: "{}", token: true),
             Sample(method: "put", path: "/v1/transactions/{transaction_id}/consumption", uri: "/v1/transactions/6001/consumption", body: Self.consumptionAnswer, token: true),
+            // Last: the customer the samples above stored, erased; then unknown.
+            Sample(method: "delete", path: "/v1/customers/{customer_id}", uri: "/v1/customers/o", body: nil, token: false),
+            Sample(method: "delete", path: "/v1/customers/{customer_id}", uri: "/v1/customers/o", body: nil, token: true),
+            Sample(method: "delete", path: "/v1/customers/{customer_id}", uri: "/v1/customers/o", body: nil, token: true),
         ]
         // The routes that ask Apple, answered by a server reaching the fake App Store Server API
         // (and, with no key configured, 501).
@@ -105,6 +109,7 @@ struct OpenAPITests {
             switch sample.method {
             case "get": response = try await server.get(sample.uri, token: token)
             case "put": response = try await server.put(sample.uri, sample.body ?? "", token: token)
+            case "delete": response = try await server.delete(sample.uri, token: token)
             default: response = try await server.post(sample.uri, sample.body ?? "", token: token)
             }
             try document.expect(response, answers: sample.method, sample.path, uri: sample.uri)

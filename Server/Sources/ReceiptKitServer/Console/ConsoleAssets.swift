@@ -61,6 +61,7 @@ enum ConsoleAssets {
         // imports, each by `./NAME.mjs` (Server/Tests/ConsoleAssetsTests/modules.test.mjs links
         // them and finds none unused).
         "console.mjs": script(PackageResources.console_mjs),
+        "access.mjs": script(PackageResources.access_mjs),
         "api.mjs": script(PackageResources.api_mjs),
         "customer.mjs": script(PackageResources.customer_mjs),
         "dom.mjs": script(PackageResources.dom_mjs),

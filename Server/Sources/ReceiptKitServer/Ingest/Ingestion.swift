@@ -45,11 +45,13 @@ struct Ingestion: Sendable {
 
     /// Verifies and records a purchase the app reported: a StoreKit 2 transaction JWS or a legacy
     /// receipt's base64, linked to `customerId`, or, when none is given, to the transaction's
-    /// `appAccountToken`.
+    /// `appAccountToken`. What is stored of it is Apple's signed bytes alone
+    /// (``Purchase/signedBytes``): the customer id is kept beside them, in the link, so that
+    /// erasing the customer (``CustomerErasure``) leaves Apple's bytes whole.
     ///
     /// - Throws: ``Rejected`` when it does not verify; 400 `invalid_request` when there is no
     ///   customer to link it to; ``StoreError`` when the database fails.
-    func purchase(_ purchase: Purchase, raw: [UInt8], customerId: String?, receivedAt: Timestamp) async throws -> (Recorded, customerId: String) {
+    func purchase(_ purchase: Purchase, customerId: String?, receivedAt: Timestamp) async throws -> (Recorded, customerId: String) {
         let record: VerificationRecord
         switch purchase {
         case .signedTransaction(let jws):
@@ -61,13 +63,22 @@ struct Ingestion: Sendable {
         guard let customer = customerId ?? token else {
             throw APIError.invalidRequest("customer_id is required: the purchase carries no appAccountToken to link it to")
         }
-        return (try await self.record(record, raw: raw, customerId: customer, receivedAt: receivedAt, source: .app), customer)
+        let recorded = try await self.record(record, raw: purchase.signedBytes, customerId: customer, receivedAt: receivedAt, source: .app)
+        return (recorded, customer)
     }
 
     /// A purchase the app reported.
     enum Purchase {
         case signedTransaction(String)
         case receipt(String)
+
+        /// What is stored of it: the JWS, or the receipt's base64, as the app sent it.
+        var signedBytes: [UInt8] {
+            switch self {
+            case .signedTransaction(let jws): Array(jws.utf8)
+            case .receipt(let base64): Array(base64.utf8)
+            }
+        }
     }
 
     /// Records a verified record: its input made and recorded, linked to `customerId` (and to each

@@ -52,7 +52,7 @@ struct TransactionController {
         let (recorded, customer): (Ingestion.Recorded, String)
         do {
             (recorded, customer) = try await environment.ingestion.purchase(
-                purchase, raw: body, customerId: fields.customerId, receivedAt: now)
+                purchase, customerId: fields.customerId, receivedAt: now)
         } catch let rejected as Ingestion.Rejected {
             throw RouteEnvironment.refused(rejected, context: context)
         }

@@ -254,6 +254,97 @@ struct ConsoleBrowserTests {
         }
     }
 
+    @Test("a read token: everything readable shows, no action it may not take is drawn, and no request the console makes is refused; write and admin tokens see theirs",
+          arguments: Backend.available)
+    func readOnly(backend: Backend) async throws {
+        let fixture = try ConsoleFixture()
+        let clock = ManualClock(ConsoleFixture.now)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-console-tokens-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tokensFile = directory.appendingPathComponent("tokens").path
+        let (readToken, writeToken) = ("rk_console_read_0123456789", "rk_console_write_0123456789")
+        try TokenTests.file([("support", .read, readToken), ("backend", .write, writeToken)]).write(toFile: tokensFile, atomically: true, encoding: .utf8)
+        // A receiver that refuses every connection: deliveries wait, or run out of time.
+        let closedPort = try unusedLoopbackPort()
+        let configure: @Sendable (inout ServerConfiguration) -> Void = { configuration in
+            configuration.apiTokensFile = tokensFile
+            configuration.events.webhookURL = "http://127.0.0.1:\(closedPort)/hooks"
+            configuration.events.webhookSecret = "0123456789abcdef0123"
+        }
+        try await TestServer.run(backend, clock: { clock.now }, configure: configure) { server in
+            try await fixture.fill(server, clock: clock)
+            // The story's first events ran out of time at their first try: what an admin sends again.
+            @Sendable func failed() async throws -> Int {
+                ((try await server.get("/v1/overview").json()["deliveries"] as? [String: Any])?["failed"] as? Int) ?? 0
+            }
+            try await waitUntil("a delivery ran out of time", asking: { try await failed() > 0 })
+            let origin = "http://127.0.0.1:\(try #require(server.client.port))"
+            let actions = "return [...document.querySelectorAll('[data-action]')].map(b => b.dataset.action)"
+            try await WebDriver.with(width: 1280, height: 800) { browser in
+                _ = try await browser.log("performance")
+                try await browser.navigate(to: origin + "/console/")
+                try await signIn(browser, token: readToken)
+
+                // The overview, whole; no action.
+                try await browser.wait(for: "the overview", "return document.querySelector('.count.revoked strong')?.textContent")
+                try await browser.wait(for: "the chart", "return document.querySelectorAll('svg.notifications g.bar').length === 30")
+                try await browser.wait(for: "the deliveries", "return document.querySelector('.deliveries table.backlog tbody tr') ? true : null")
+                #expect(try await browser.execute(actions) as? [String] == [])
+
+                // The customer, their timeline and a record; no action.
+                try await find(browser, CustomerStory.customer)
+                try await browser.wait(for: "the customer", "return document.querySelector('h1 .customer-id')?.textContent")
+                try await browser.wait(for: "the timeline", "return document.querySelectorAll('svg.timeline rect[data-kind=period]').length")
+                try await browser.click(try await browser.element("g[data-kind=mark]"))
+                try await browser.wait(for: "the record", "return document.querySelector('.record-panel [data-field=notification_type]')?.textContent")
+                #expect(try await browser.execute(actions) as? [String] == [])
+                #expect(try await browser.execute("return document.querySelectorAll('.subscription').length") as? Int == 1)
+
+                // A subscription alone, and a search; no action.
+                try await browser.navigate(to: origin + "/console/#/subscription/\(ConsoleFixture.upgradeOriginal)")
+                try await browser.wait(for: "the subscription", "return document.querySelector('.subscription h2 .badge')?.textContent")
+                try await browser.wait(for: "its timeline", "return document.querySelectorAll('svg.timeline rect[data-kind=period]').length")
+                #expect(try await browser.execute(actions) as? [String] == [])
+                try await find(browser, ConsoleFixture.token)
+                try await browser.wait(for: "the search", "return document.querySelector('#view h1')?.textContent")
+
+                // Every answer the console got, from the browser's own network log: none refused.
+                let statuses = try await browser.log("performance").compactMap { entry -> (url: String, status: Int)? in
+                    guard let text = entry["message"] as? String,
+                          let message = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["message"] as? [String: Any],
+                          message["method"] as? String == "Network.responseReceived",
+                          let response = (message["params"] as? [String: Any])?["response"] as? [String: Any],
+                          let url = response["url"] as? String, url.hasPrefix(origin + "/v1/"),
+                          let status = response["status"] as? Int else { return nil }
+                    return (url, status)
+                }
+                for path in ["/v1/token", "/v1/overview", "/v1/search", "/v1/customers/", "/v1/subscriptions/"] {
+                    #expect(statuses.contains { $0.url.hasPrefix(origin + path) }, "the console read \(path): \(statuses.map(\.url))")
+                }
+                let refused = statuses.filter { [401, 403].contains($0.status) }
+                #expect(refused.isEmpty, "\(refused)")
+                let errors = try await browser.log("browser").filter { ($0["level"] as? String) == "SEVERE" }
+                #expect(errors.isEmpty, "\(errors)")
+
+                // A write token may sync; an admin token may also delete and send failed deliveries again.
+                for (token, customer, subscription, overviewActions) in [
+                    (writeToken, ["sync-customer"], ["sync-subscription"], [String]()),
+                    (testToken, ["sync-customer", "delete-customer"], ["sync-subscription"], ["retry-failed"]),
+                ] {
+                    try await browser.click(try await browser.element("#signout"))
+                    try await signIn(browser, token: token)
+                    try await browser.wait(for: "the overview", "return document.querySelector('.count.revoked strong')?.textContent")
+                    try await browser.wait(for: "the deliveries", "return document.querySelector('.deliveries table.backlog tbody tr') ? true : null")
+                    #expect(try await browser.execute(actions) as? [String] == overviewActions)
+                    try await find(browser, CustomerStory.customer)
+                    try await browser.wait(for: "the customer's actions", "return document.querySelector('[data-action]') ? true : null")
+                    #expect(try await browser.execute(actions) as? [String] == customer + subscription)
+                }
+            }
+        }
+    }
+
     @Test("one original transaction id in Production and in Sandbox: found as two, its page a card each saying where, Sandbox marked")
     func bothEnvironments() async throws {
         let t0 = ms("2025-10-01T08:00:00Z")

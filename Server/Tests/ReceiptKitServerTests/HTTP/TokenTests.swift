@@ -1,9 +1,9 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import NIOConcurrencyHelpers
 import AppStoreServerAPIFake
 import ReceiptKitServer
-import Synchronization
 import Testing
 
 /// API tokens with scopes: `RECEIPTKIT_API_TOKENS_FILE` read at start and on SIGHUP, `token new`,
@@ -92,8 +92,9 @@ struct TokenTests {
         }
     }
 
-    @Test("rotation by SIGHUP with no request refused: the new token joins, clients move, the old one goes; the log names tokens, never shows one; token new prints a token and its line")
-    func rotation() async throws {
+    @Test("rotation by SIGHUP under continuous load with no request refused: the new token joins, clients move, the old one goes; the log names tokens, never shows one; token new prints a token and its line",
+          arguments: Backend.available)
+    func rotation(backend: Backend) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-rotation-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -112,66 +113,85 @@ struct TokenTests {
         #expect(old.line.hasPrefix("backend-2025 write ") && !old.line.contains(old.token))
         try (old.line + "\n").write(toFile: path, atomically: true, encoding: .utf8)
 
-        let port = try unusedLoopbackPort()
-        let server = try ServerProcess(
-            environment: Vectors.environment.merging([
-                "RECEIPTKIT_DATABASE_URL": "sqlite:\(directory.appendingPathComponent("store.sqlite").path)",
-                "RECEIPTKIT_API_TOKENS_FILE": path, "HOST": "127.0.0.1", "PORT": String(port), "LOG_LEVEL": "info",
-            ]) { $1 },
-            log: directory.appendingPathComponent("server.log"))
-        defer { server.stop() }
-        try await ExecutableTests.waitUntilReady(port: port, server: server)
+        try await ReconcileCrashTests.withProcessDatabase(backend, in: directory) { _, databaseURL in
+            let port = try unusedLoopbackPort()
+            let server = try ServerProcess(
+                environment: Vectors.environment.merging([
+                    "RECEIPTKIT_DATABASE_URL": databaseURL,
+                    "RECEIPTKIT_API_TOKENS_FILE": path, "HOST": "127.0.0.1", "PORT": String(port), "LOG_LEVEL": "info",
+                ]) { $1 },
+                log: directory.appendingPathComponent("server.log"))
+            defer { server.stop() }
+            try await ExecutableTests.waitUntilReady(port: port, server: server)
 
-        // A client polling all along with the token it was told to use.
-        let current = Mutex(old.token)
-        let statuses = Mutex<[Int]>([])
-        let stop = Mutex(false)
-        let client = Task {
-            try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
-                while !stop.withLock({ $0 }) {
-                    let token = current.withLock { $0 }
-                    let answer = try await client.get("/v1/events?limit=1", headers: [.authorization: "Bearer \(token)"])
-                    statuses.withLock { $0.append(Int(answer.status.code)) }
-                    try await Task.sleep(for: .milliseconds(20))
+            // Four connections, each sending request after request with the token it was told to
+            // use, recording which token each request carried and what it got.
+            let current = Locked(old.token)
+            let answers = Locked<[(client: Int, token: String, status: Int)]>([])
+            let stop = Locked(false)
+            let clients = (0..<4).map { index in
+                Task {
+                    try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+                        while !stop.withLockedValue({ $0 }) {
+                            let token = current.withLockedValue { $0 }
+                            let answer = try await client.get("/v1/events?limit=1", headers: [.authorization: "Bearer \(token)"])
+                            answers.withLockedValue { $0.append((index, token, Int(answer.status.code))) }
+                        }
+                    }
                 }
             }
-        }
-        func status(_ token: String) async throws -> Int {
-            try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
-                Int(try await client.get("/v1/events", headers: [.authorization: "Bearer \(token)"]).status.code)
+            func status(_ token: String) async throws -> Int {
+                try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+                    Int(try await client.get("/v1/events", headers: [.authorization: "Bearer \(token)"]).status.code)
+                }
             }
+            func answered(with token: String) -> Int { answers.withLockedValue { $0.filter { $0.token == token }.count } }
+            try await waitUntil("the clients have made requests") { answered(with: old.token) >= 20 }
+            #expect(try await status(new.token) == 401)
+
+            // Both lines, SIGHUP (several times, each a reload under load): the new token works
+            // while the old one keeps working.
+            try (old.line + "\n" + new.line + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+            for _ in 0..<3 {
+                let before = answered(with: old.token)
+                server.signal(SIGHUP)
+                try await waitUntil("the old token is used across the reload") { answered(with: old.token) >= before + 20 }
+            }
+            try await waitUntil("the new token is accepted after SIGHUP", asking: { try await status(new.token) == 200 })
+
+            // The clients move to the new token; once each has sent a request with it, none is in
+            // flight with the old one.
+            current.withLockedValue { $0 = new.token }
+            try await waitUntil("each client has used the new token") {
+                answers.withLockedValue { Set($0.filter { $0.token == new.token }.map(\.client)).count } == clients.count
+            }
+            let usedOld = answered(with: old.token)
+
+            // The old line removed, SIGHUP: the old token is refused, the clients go on.
+            try (new.line + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+            server.signal(SIGHUP)
+            try await waitUntil("the old token is refused after SIGHUP", asking: { try await status(old.token) == 401 })
+            let after = answered(with: new.token)
+            try await waitUntil("the clients went on after the old token went") { answered(with: new.token) >= after + 20 }
+
+            // A file that does not read leaves the tokens as they were.
+            try "backend-2026 write not-a-digest\n".write(toFile: path, atomically: true, encoding: .utf8)
+            server.signal(SIGHUP)
+            try await waitUntil("the server logs the file it cannot read") {
+                server.logText.contains("RECEIPTKIT_API_TOKENS_FILE did not read")
+            }
+            #expect(try await status(new.token) == 200)
+
+            stop.withLockedValue { $0 = true }
+            for client in clients { try await client.value }
+            // Every request carried a token valid when it was sent: none was refused.
+            let all = answers.withLockedValue { $0 }
+            #expect(answered(with: old.token) == usedOld, "no request with the old token after the clients moved")
+            let refused = all.filter { $0.status != 200 }
+            #expect(refused.isEmpty, "\(refused.count) of \(all.count) requests refused: \(refused.prefix(5).map { "\($0.status) with \($0.token == old.token ? "old" : "new")" })")
+            let log = server.logText
+            #expect(log.contains("token=backend-2025") && log.contains("token=backend-2026"), "\(log.suffix(2000))")
+            #expect(!log.contains(old.token) && !log.contains(new.token))
         }
-        try await waitUntil("the client has made requests") { statuses.withLock { $0.count } >= 3 }
-        #expect(try await status(new.token) == 401)
-
-        // Both lines, SIGHUP: the new token works; the client moves to it.
-        try (old.line + "\n" + new.line + "\n").write(toFile: path, atomically: true, encoding: .utf8)
-        server.signal(SIGHUP)
-        try await waitUntil("the new token is accepted after SIGHUP", asking: { try await status(new.token) == 200 })
-        current.withLock { $0 = new.token }
-        let moved = statuses.withLock { $0.count }
-        try await waitUntil("the client has used the new token") { statuses.withLock { $0.count } >= moved + 3 }
-
-        // The old line removed, SIGHUP: the old token is refused, the client goes on.
-        try (new.line + "\n").write(toFile: path, atomically: true, encoding: .utf8)
-        server.signal(SIGHUP)
-        try await waitUntil("the old token is refused after SIGHUP", asking: { try await status(old.token) == 401 })
-        let after = statuses.withLock { $0.count }
-        try await waitUntil("the client went on after the old token went") { statuses.withLock { $0.count } >= after + 3 }
-
-        // A file that does not read leaves the tokens as they were.
-        try "backend-2026 write not-a-digest\n".write(toFile: path, atomically: true, encoding: .utf8)
-        server.signal(SIGHUP)
-        try await waitUntil("the server logs the file it cannot read") {
-            server.logText.contains("RECEIPTKIT_API_TOKENS_FILE did not read")
-        }
-        #expect(try await status(new.token) == 200)
-
-        stop.withLock { $0 = true }
-        try await client.value
-        #expect(statuses.withLock { $0.allSatisfy { $0 == 200 } }, "\(statuses.withLock { $0 })")
-        let log = server.logText
-        #expect(log.contains("token=backend-2025") && log.contains("token=backend-2026"), "\(log)")
-        #expect(!log.contains(old.token) && !log.contains(new.token))
     }
 }

@@ -158,6 +158,12 @@ struct TestServer: Sendable {
         return try await client.execute(uri: path, method: .get, headers: headers, body: nil)
     }
 
+    func delete(_ path: String, token: String? = testToken) async throws -> TestResponse {
+        var headers = HTTPFields()
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        return try await client.execute(uri: path, method: .delete, headers: headers, body: nil)
+    }
+
     /// Posts a notification body to the webhook.
     func notify(_ jws: String) async throws -> TestResponse {
         try await post("/appstore/notifications", Vectors.body(wrapping: jws), token: nil)

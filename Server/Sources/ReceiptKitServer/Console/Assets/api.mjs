@@ -1,5 +1,6 @@
-// The API client: GET requests to this server's /v1/* routes, with the operator's token as
-// `Authorization: Bearer …` and nothing else (no cookie, no cache, no redirect followed).
+// The API client: requests to this server's /v1/* routes (GET, and the actions' POST and
+// DELETE), with the operator's token as `Authorization: Bearer …` and nothing else (no cookie, no
+// cache, no redirect followed).
 // Tested by Server/Tests/ConsoleAssetsTests/api.test.mjs with a fetch of its own.
 
 /** An answer other than 2xx: its HTTP status and the API's error code and reason. */
@@ -17,22 +18,25 @@ export class APIError extends Error {
 }
 
 /**
- * A function that reads one route of the API.
+ * A function that calls one route of the API.
  * @param {object} options
  * @param {(path: string, init: RequestInit) => Promise<Response>} options.fetch The browser's fetch.
  * @param {() => string | null} options.token The token to send now, if any.
  * @param {(message: string) => void} options.unauthorized Told when the server refuses the token
  *   (401), with a sentence that says so.
- * @returns {(path: string) => Promise<any>} Given a path (`/v1/overview`), the answer's JSON.
- *   Rejects with an {@link APIError} for an answer other than 2xx, and with fetch's error when no
- *   answer came.
+ * @returns {(path: string, options?: {method?: string}) => Promise<any>} Given a path
+ *   (`/v1/overview`) and a method other than GET for an action (`{method: 'POST'}`, sent with no
+ *   body), the answer's JSON. Rejects with an {@link APIError} for an answer other than 2xx, and
+ *   with fetch's error when no answer came.
  */
 export function apiClient({ fetch, token, unauthorized }) {
-  return async function api(path) {
+  return async function api(path, { method = 'GET' } = {}) {
     const headers = { Accept: 'application/json' };
     const bearer = token();
     if (bearer) headers.Authorization = 'Bearer ' + bearer;
-    const response = await fetch(path, { headers, cache: 'no-store', credentials: 'omit', redirect: 'error' });
+    const init = { headers, cache: 'no-store', credentials: 'omit', redirect: 'error' };
+    if (method !== 'GET') init.method = method;
+    const response = await fetch(path, init);
     let body = null;
     try { body = await response.json(); } catch (_) { body = null; }
     if (!response.ok) {

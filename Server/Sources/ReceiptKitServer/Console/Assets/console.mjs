@@ -1,8 +1,10 @@
 // The console's entry, console.html's one script (type="module"): plain JavaScript modules, no
 // framework, no build step. It reads /v1/* with the operator's token (session.mjs, api.mjs) and
 // draws the view the address names (router.mjs): the overview, a search, a customer, a
-// subscription. Every element is built by dom.mjs, every value going in as text.
+// subscription, with the actions the token's scope allows (access.mjs). Every element is built
+// by dom.mjs, every value going in as text.
 
+import { createAccess } from './access.mjs';
 import { apiClient } from './api.mjs';
 import { renderCustomer, renderSubscription } from './customer.mjs';
 import { renderFind } from './find.mjs';
@@ -16,10 +18,11 @@ const api = apiClient({
   token: session.token,
   unauthorized: (message) => panel.showSignIn(message),
 });
+const access = createAccess({ api, token: session.token });
 const router = createRouter({
   views: { overview: renderOverview, find: renderFind, customer: renderCustomer, subscription: renderSubscription },
   canRead: session.canRead,
-  context: { api },
+  context: { api, access },
 });
 const panel = signInPanel({ session, api, route: router.route });
 

@@ -1,8 +1,10 @@
 // A customer (#/customer/ID, from GET /v1/customers/{id}/entitlements): entitled now or not and
-// why, then a card per subscription; and a subscription alone (#/subscription/ID). A card shows
-// the subscription's timeline, the state as of an instant clicked on it, the records behind it,
-// and its state now.
+// why, the actions the token's scope allows (sync with Apple: write; delete: admin), then a card
+// per subscription; and a subscription alone (#/subscription/ID). A card shows the subscription's
+// sync action (write), its timeline, the state as of an instant clicked on it, the records behind
+// it, and its state now.
 
+import { actionBar } from './access.mjs';
 import { el } from './dom.mjs';
 import { entitlementReason, statusWords } from './format.mjs';
 import { STATE_FIELDS, stateList } from './state.mjs';
@@ -15,12 +17,26 @@ import { drawTimeline } from './timeline.mjs';
  * @returns {Promise<Node>}
  */
 export async function renderCustomer(customerId, context) {
-  const data = await context.api('/v1/customers/' + encodeURIComponent(customerId) + '/entitlements');
+  const path = '/v1/customers/' + encodeURIComponent(customerId);
+  const [data, scope] = await Promise.all([context.api(path + '/entitlements'), context.access.scope()]);
+  const actions = actionBar(scope, [
+    { name: 'sync-customer', label: 'Sync with Apple', needs: 'write', run: async () => {
+      await context.api(path + '/sync', { method: 'POST' });
+      context.reroute();
+      return null;
+    } },
+    { name: 'delete-customer', label: 'Delete customer…', needs: 'admin', run: async () => {
+      if (!confirm('Erase customer ' + customerId + ' from this server? Their subscriptions stay, linked to no one. This cannot be undone.')) return 'Not deleted.';
+      const erased = await context.api(path, { method: 'DELETE' });
+      return 'Deleted: ' + erased.subscriptions.length + ' subscription(s) now linked to no one.';
+    } },
+  ]);
   return el('div', {},
     el('h1', {}, 'Customer ', el('code', { class: 'customer-id' }, customerId)),
     el('div', { class: 'entitlement ' + (data.entitled ? 'entitled' : 'not-entitled') },
       el('strong', {}, data.entitled ? 'Entitled now' : 'Not entitled now'), entitlementReason(data.subscriptions)),
-    data.subscriptions.map((state) => subscriptionCard(state, context)));
+    actions,
+    data.subscriptions.map((state) => subscriptionCard(state, context, scope)));
 }
 
 /**
@@ -31,6 +47,7 @@ export async function renderCustomer(customerId, context) {
  */
 export async function renderSubscription(originalTransactionId, context) {
   const path = '/v1/subscriptions/' + encodeURIComponent(originalTransactionId);
+  const allowed = await context.access.scope();
   // The id in each app and environment it is stored in (Production and Sandbox are two
   // subscriptions): a card each.
   const found = await context.api('/v1/search?q=' + encodeURIComponent(originalTransactionId));
@@ -46,11 +63,12 @@ export async function renderSubscription(originalTransactionId, context) {
   }
   return el('div', {}, el('h1', {}, 'Subscription ', el('code', {}, originalTransactionId)),
     states.length > 1 ? el('p', { class: 'muted' }, states.length + ' subscriptions have this original transaction id, one per app and environment.') : null,
-    states.length ? states.map((state) => subscriptionCard(state, context)) : el('p', { class: 'muted' }, 'Nothing of it is known now.'));
+    states.length ? states.map((state) => subscriptionCard(state, context, allowed)) : el('p', { class: 'muted' }, 'Nothing of it is known now.'));
 }
 
-// A subscription's card; its timeline is read and drawn once the card is on the page.
-function subscriptionCard(state, { api, redrawOnResize }) {
+// A subscription's card, with the actions the scope allows; its timeline is read and drawn once
+// the card is on the page.
+function subscriptionCard(state, { api, redrawOnResize, reroute }, scope) {
   const id = state.original_transaction_id;
   const timeline = el('div', { class: 'timeline-box' }, el('p', { class: 'muted' }, 'Loading the timeline…'));
   const asOf = el('div', { class: 'panel asof-panel' });
@@ -62,6 +80,12 @@ function subscriptionCard(state, { api, redrawOnResize }) {
       state.app_account_token
         ? [' · appAccountToken ', el('a', { href: '#/customer/' + encodeURIComponent(state.app_account_token) }, state.app_account_token)]
         : null),
+    actionBar(scope, [{ name: 'sync-subscription', label: 'Sync with Apple', needs: 'write', run: async () => {
+      const query = '?bundle_id=' + encodeURIComponent(state.bundle_id) + '&environment=' + encodeURIComponent(state.environment);
+      await api('/v1/subscriptions/' + encodeURIComponent(id) + '/sync' + query, { method: 'POST' });
+      reroute();
+      return null;
+    } }]),
     timeline, asOf, record, el('h3', {}, 'State now'), stateList(state, STATE_FIELDS));
   api('/v1/subscriptions/' + encodeURIComponent(id) + '/timeline').then((data) => {
     const mine = data.subscriptions.find((item) => item.bundle_id === state.bundle_id && item.environment === state.environment) || data.subscriptions[0];
@@ -71,3 +95,4 @@ function subscriptionCard(state, { api, redrawOnResize }) {
   }).catch((error) => { timeline.replaceChildren(el('p', { class: 'error' }, 'The timeline failed: ' + error.message)); });
   return card;
 }
+

@@ -1,7 +1,8 @@
 // The overview (#/, from GET /v1/overview): subscriptions by status and by product, notifications
 // per day by type, the last notifications and those refused, reconciliation with Apple, and what
-// waits in the outbox.
+// waits in the outbox, with sending the failed ones again for an admin token.
 
+import { actionBar } from './access.mjs';
 import { el, svg } from './dom.mjs';
 import { duration, notificationKind, STATUSES, statusWords, when } from './format.mjs';
 import { CHART, notificationChart } from './scale.mjs';
@@ -9,11 +10,12 @@ import { CHART, notificationChart } from './scale.mjs';
 /**
  * The overview.
  * @param {string} _ The address' argument (none).
- * @param {{api: (path: string) => Promise<any>, redrawOnResize: (draw: () => void) => void}} context
+ * @param {{api: (path: string, options?: {method?: string}) => Promise<any>, access: {scope: () => Promise<string>},
+ *   redrawOnResize: (draw: () => void) => void}} context
  * @returns {Promise<Node>}
  */
-export async function renderOverview(_, { api, redrawOnResize }) {
-  const data = await api('/v1/overview');
+export async function renderOverview(_, { api, access, redrawOnResize }) {
+  const [data, scope] = await Promise.all([api('/v1/overview'), access.scope()]);
   const subscriptions = data.subscriptions;
   const counts = el('div', { class: 'counts' }, subscriptions.by_status.map((item) =>
     el('div', { class: 'count ' + item.status, 'data-status': item.status }, el('strong', {}, item.count), statusWords(item.status))));
@@ -58,11 +60,12 @@ export async function renderOverview(_, { api, redrawOnResize }) {
             ? 'Notification history read up to ' + when(reconciliation.cursor) + ': ' + duration(reconciliation.lag_seconds) + ' behind.'
             : 'On; no window read yet.')
           : el('p', { class: 'reconcile muted' }, 'Off: no In-App Purchase key is configured.')),
-      el('section', { class: 'card' }, el('h2', {}, 'Deliveries'), deliveryBacklog(data.deliveries))));
+      el('section', { class: 'card' }, el('h2', {}, 'Deliveries'), deliveryBacklog(data.deliveries, scope, api))));
 }
 
-// What waits in the outbox per destination, and how many ran out of time.
-function deliveryBacklog(deliveries) {
+// What waits in the outbox per destination, how many ran out of time, and (admin) sending those
+// again.
+function deliveryBacklog(deliveries, scope, api) {
   const rows = deliveries.destinations.map((item) => el('tr', {},
     el('td', {}, item.kind), el('td', { class: 'target' }, item.target),
     el('td', {}, String(item.pending)), el('td', {}, duration(item.oldest_pending_seconds))));
@@ -74,7 +77,12 @@ function deliveryBacklog(deliveries) {
       : el('p', { class: 'muted' }, 'Nothing waiting to be sent.'),
     el('p', { class: deliveries.failed ? 'failed' : 'muted' },
       (deliveries.failed_complete ? String(deliveries.failed) : 'At least ' + deliveries.failed) +
-      ' ran out of time (GET /v1/webhooks/deliveries?state=failed lists them; POST …/{id}/retry sends one again).'));
+      ' ran out of time (GET /v1/webhooks/deliveries?state=failed lists them; POST …/{id}/retry sends one again).'),
+    deliveries.failed ? actionBar(scope, [{ name: 'retry-failed', label: 'Send the failed ones again', needs: 'admin', run: async () => {
+      const page = await api('/v1/webhooks/deliveries?state=failed');
+      for (const delivery of page.deliveries) await api('/v1/webhooks/deliveries/' + encodeURIComponent(delivery.id) + '/retry', { method: 'POST' });
+      return page.deliveries.length + ' sent again' + (page.has_more ? '; more are listed on the next page.' : '.');
+    } }]) : null);
 }
 
 // The notification chart at the width its box has now, and its legend.

@@ -1,0 +1,74 @@
+/// What erasing a customer reads and writes (``Erasing``): their links and consent, the links of
+/// the `appAccountToken`s their subscriptions carry, and every stored text that names them — the
+/// feed's events, the webhooks' bodies, the bodies of purchases stored before their customer id
+/// was kept apart from Apple's bytes.
+enum ErasureStatements {
+    /// Whether a customer's consent to share consumption data is recorded. Values: customer id.
+    static let consent = Query("SELECT consented FROM consumption_consents WHERE customer_id = ?") { (consented: Bool) in consented }
+
+    /// The other customers linked to a key whose ids are an `appAccountToken` one of the key's
+    /// transactions carries: the purchase linked them as a customer (``VerifiedInput``). Values:
+    /// the key, the customer id being erased.
+    static let tokensOfKey = Query { dialect in
+        """
+        SELECT c.customer_id FROM customer_subscriptions c
+        WHERE c.original_transaction_id = ? AND c.bundle_id = ? AND c.environment = ? AND c.customer_id <> ?
+        AND EXISTS (
+            SELECT 1 FROM transaction_copies t
+            WHERE t.original_transaction_id = c.original_transaction_id AND t.bundle_id = c.bundle_id
+                AND t.environment = c.environment
+                AND \(dialect.contains("t.copy", #"'"appAccountToken":"' || c.customer_id || '"'"#))
+        )
+        """
+    } row: { (customerId: String) in customerId }
+
+    /// Whether one of a key's transactions carries a text as its `appAccountToken` (Apple's
+    /// signed data, which is kept). Values: the key, `"appAccountToken":"ID"`.
+    static let tokenInCopies = Query { dialect in
+        """
+        SELECT 1 FROM transaction_copies
+        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND \(dialect.contains("copy", "?"))
+        LIMIT 1
+        """
+    } row: { (_: Int64) in () }
+
+    /// The feed's events of a key. Values: the key.
+    static let eventsOfKey = Query(
+        """
+        SELECT id, payload FROM change_events WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?
+        """
+    ) { (id: Int64, payload: String) in (id: id, payload: payload) }
+
+    /// The outbox rows (webhooks) carrying an event of a key. Values: the key.
+    static let deliveriesOfKey = Query(
+        """
+        SELECT o.id, o.body FROM change_events e JOIN outbox o ON o.event_id = e.id
+        WHERE e.original_transaction_id = ? AND e.bundle_id = ? AND e.environment = ?
+        """
+    ) { (id: Int64, body: [UInt8]) in (id: id, body: body) }
+
+    /// The purchases the app reported under a key (`POST /v1/transactions` with a signed
+    /// transaction or a receipt), with their stored bytes. Values: the key.
+    static let purchasesOfKey = Query(
+        """
+        SELECT i.id, i.raw, i.raw_encoding FROM input_subscriptions k JOIN inputs i ON i.id = k.input_id
+        WHERE k.original_transaction_id = ? AND k.bundle_id = ? AND k.environment = ?
+            AND i.source = 'app' AND i.kind IN ('transaction', 'receipt')
+        """
+    ) { (id: Int64, raw: [UInt8], encoding: Int64) in (id: id, stored: raw, encoding: encoding) }
+
+    /// Unlinks a customer from every key. Values: customer id.
+    static let unlink = StoreStatement("DELETE FROM customer_subscriptions WHERE customer_id = ?")
+
+    /// Forgets a customer's consent. Values: customer id.
+    static let deleteConsent = StoreStatement("DELETE FROM consumption_consents WHERE customer_id = ?")
+
+    /// An event's payload rewritten. Values: payload, id.
+    static let updatePayload = StoreStatement("UPDATE change_events SET payload = ? WHERE id = ?")
+
+    /// An outbox row's body rewritten. Values: body, id.
+    static let updateBody = StoreStatement("UPDATE outbox SET body = ? WHERE id = ?")
+
+    /// An input's stored bytes rewritten. Values: raw, raw encoding, id.
+    static let updateRaw = StoreStatement("UPDATE inputs SET raw = ?, raw_encoding = ? WHERE id = ?")
+}

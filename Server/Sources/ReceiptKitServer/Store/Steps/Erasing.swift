@@ -1,0 +1,173 @@
+import ReceiptKit
+
+/// Erasing a customer in one write transaction (``CustomerErasure`` says what and why):
+///
+/// 1. Their keys and whether their consent is recorded; neither: `nil`, nothing written.
+/// 2. The `appAccountToken`s linked to those keys (ids their transactions carry as one), and the
+///    keys linked to each token: every id erased, every key touched.
+/// 3. Each key's row locked (`FOR UPDATE`, PostgreSQL) in key order, as recording an input locks
+///    it: an input folding into the key meanwhile writes its events before or after the
+///    rewrite, never with the customer read before and written after it.
+/// 4. Per key: whether Apple's data carries the customer id itself as an `appAccountToken`, its
+///    events, the webhooks carrying them, and the purchases the app reported.
+/// 5. The header segments of any such purchase stored compacted that names a customer.
+/// 6. The writes: links and consents deleted, events, webhook bodies and purchases rewritten.
+struct Erasing: RowSteps, Sendable {
+    let customerId: String
+    let dialect: SQLDialect
+    private var phase = Phase.start
+    /// The customer's own keys.
+    private var ownKeys: [SubscriptionKey] = []
+    /// Every key linked to an erased id, sorted.
+    private var keys: [SubscriptionKey] = []
+    private var consented = false
+    /// The tokens to erase with the customer, in the order found.
+    private var tokens: [String] = []
+    private var idInAppleData = false
+    private var events: [Int64: String] = [:]
+    private var deliveries: [Int64: [UInt8]] = [:]
+    /// The purchases stored naming a customer, by input id: stored bytes and encoding.
+    private var purchases: [Int64: (stored: [UInt8], encoding: Int16)] = [:]
+    private var pendingHeaders: [Int64] = []
+    private var segments: [Int64: [UInt8]] = [:]
+
+    private enum Phase {
+        case start, keys, consent
+        case tokens(Int), tokenKeys(Int)
+        case locking(Int), retained(Int), events(Int), deliveries(Int), purchases(Int)
+        case header(Int64)
+        case written
+    }
+
+    init(customerId: String, dialect: SQLDialect) {
+        self.customerId = customerId
+        self.dialect = dialect
+    }
+
+    mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<CustomerErasure.Outcome?> {
+        switch phase {
+        case .start:
+            phase = .keys
+            return .fetch(LedgerStatements.keysOfCustomer.fetch([.text(customerId)]))
+        case .keys:
+            ownKeys = try LedgerStatements.keysOfCustomer.decode(rows).sorted()
+            keys = ownKeys
+            phase = .consent
+            return .fetch(ErasureStatements.consent.fetch([.text(customerId)]))
+        case .consent:
+            consented = try ErasureStatements.consent.decodeFirst(rows) != nil
+            guard !ownKeys.isEmpty || consented else { return .done(nil) }
+            return try step(.tokens(0))
+        case .tokens(let index):
+            for token in try ErasureStatements.tokensOfKey.decode(rows) where !tokens.contains(token) { tokens.append(token) }
+            return try step(.tokens(index + 1))
+        case .tokenKeys(let index):
+            keys += try LedgerStatements.keysOfCustomer.decode(rows)
+            return try step(.tokenKeys(index + 1))
+        case .locking(let index):
+            return try step(.locking(index + 1))
+        case .retained(let index):
+            if try ErasureStatements.tokenInCopies.decodeFirst(rows) != nil { idInAppleData = true }
+            return try step(.events(index))
+        case .events(let index):
+            for event in try ErasureStatements.eventsOfKey.decode(rows) { events[event.id] = event.payload }
+            return try step(.deliveries(index))
+        case .deliveries(let index):
+            for delivery in try ErasureStatements.deliveriesOfKey.decode(rows) { deliveries[delivery.id] = delivery.body }
+            return try step(.purchases(index))
+        case .purchases(let index):
+            for purchase in try ErasureStatements.purchasesOfKey.decode(rows) where Self.namesCustomer(purchase.stored) {
+                let encoding = Int16(truncatingIfNeeded: purchase.encoding)
+                purchases[purchase.id] = (purchase.stored, encoding)
+                if encoding == RawEncoding.headerReferences.rawValue {
+                    pendingHeaders += try RawCompaction.references(in: purchase.stored)
+                }
+            }
+            return try step(.retained(index + 1))
+        case .header(let id):
+            if let segment = try InputStatements.header.decodeFirst(rows) { segments[id] = Array(segment.utf8) }
+            return try headers()
+        case .written:
+            return .done(CustomerErasure.Outcome(keys: keys, idInAppleData: idInAppleData))
+        }
+    }
+
+    /// The fetch of `next`, or of the phase after it when it has nothing to fetch: the per-token
+    /// and per-key phases end past the last token or key.
+    private mutating func step(_ next: Phase) throws -> RowStep<CustomerErasure.Outcome?> {
+        phase = next
+        switch next {
+        case .tokens(let index) where index < ownKeys.count:
+            return .fetch(ErasureStatements.tokensOfKey.fetch(LedgerStatements.key(ownKeys[index]) + [.text(customerId)]))
+        case .tokens:
+            return try step(.tokenKeys(0))
+        case .tokenKeys(let index) where index < tokens.count:
+            return .fetch(LedgerStatements.keysOfCustomer.fetch([.text(tokens[index])]))
+        case .tokenKeys:
+            keys = Array(Set(keys)).sorted()
+            return try step(dialect.locksRows ? .locking(0) : .retained(0))
+        case .locking(let index) where index < keys.count:
+            return .fetch(LedgerStatements.lockSubscription.fetch(LedgerStatements.key(keys[index])))
+        case .locking:
+            return try step(.retained(0))
+        case .retained(let index) where index < keys.count:
+            let needle = #""appAccountToken":"# + AnswerEncoder.quoted(customerId)
+            return .fetch(ErasureStatements.tokenInCopies.fetch(LedgerStatements.key(keys[index]) + [.text(needle)]))
+        case .retained:
+            pendingHeaders = Array(Set(pendingHeaders)).sorted()
+            return try headers()
+        case .events(let index):
+            return .fetch(ErasureStatements.eventsOfKey.fetch(LedgerStatements.key(keys[index])))
+        case .deliveries(let index):
+            return .fetch(ErasureStatements.deliveriesOfKey.fetch(LedgerStatements.key(keys[index])))
+        case .purchases(let index):
+            return .fetch(ErasureStatements.purchasesOfKey.fetch(LedgerStatements.key(keys[index])))
+        case .start, .keys, .consent, .header, .written:
+            preconditionFailure("not a per-token or per-key phase")
+        }
+    }
+
+    /// The next header to read, or the writes once every one is read.
+    private mutating func headers() throws -> RowStep<CustomerErasure.Outcome?> {
+        if let id = pendingHeaders.popLast() {
+            phase = .header(id)
+            return .fetch(InputStatements.header.fetch([.integer(id)]))
+        }
+        phase = .written
+        return .write(try writes())
+    }
+
+    /// Whether a purchase's stored bytes may name a customer (a body stored whole, as servers
+    /// before this one stored it): the JSON member's name appears among its literal bytes, which
+    /// header references never hide.
+    private static func namesCustomer(_ stored: [UInt8]) -> Bool {
+        let name = Array(#""customer_id""#.utf8)
+        guard stored.count >= name.count else { return false }
+        return (0...(stored.count - name.count)).contains { stored[$0..<($0 + name.count)].elementsEqual(name) }
+    }
+
+    /// Every write of the erasure, in a fixed order.
+    private func writes() throws -> [StoreWrite] {
+        let erased = [customerId] + tokens
+        var writes = erased.map { StoreWrite(ErasureStatements.unlink, [.text($0)]) }
+        writes += erased.map { StoreWrite(ErasureStatements.deleteConsent, [.text($0)]) }
+        let erasedSet = Set(erased)
+        for (id, payload) in events.sorted(by: { $0.key < $1.key }) {
+            if let redacted = try CustomerErasure.redacting(erasedSet, from: payload) {
+                writes.append(StoreWrite(ErasureStatements.updatePayload, [.text(redacted), .integer(id)]))
+            }
+        }
+        for (id, body) in deliveries.sorted(by: { $0.key < $1.key }) {
+            if let redacted = try CustomerErasure.redacting(erasedSet, from: String(decoding: body, as: UTF8.self)) {
+                writes.append(StoreWrite(ErasureStatements.updateBody, [.bytes(Array(redacted.utf8)), .integer(id)]))
+            }
+        }
+        let segments = self.segments
+        for (id, purchase) in purchases.sorted(by: { $0.key < $1.key }) {
+            let body = try RawCompaction.raw(stored: purchase.stored, encoding: purchase.encoding) { _ in segments }
+            guard let apple = try CustomerErasure.applePart(of: body) else { continue }
+            writes.append(StoreWrite(ErasureStatements.updateRaw, [.bytes(apple), .integer(Int64(RawEncoding.verbatim.rawValue)), .integer(id)]))
+        }
+        return writes
+    }
+}
