@@ -51,7 +51,8 @@ package func buildServer(
         for event in commit.events { metrics.feedEvent(type: event.type, bundleId: event.bundleId, environment: event.environment) }
         if commit.outboxRows > 0 { wake.signal() }
     })
-    let store = try Store(configuration.database, logger: logger, postgresSearchPath: postgresSearchPath, feed: feed)
+    let store = try Store(
+        configuration.database, logger: logger, postgresSearchPath: postgresSearchPath, feed: feed, timeout: configuration.databaseTimeout)
     var services: [any Service] = store.postgresClient.map { [$0] } ?? []
     let verifier = AppStoreVerifier(configuration.verifier)
     var environment = RouteEnvironment(

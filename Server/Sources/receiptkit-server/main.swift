@@ -4,6 +4,11 @@
 // receiptkit-server token new NAME SCOPE: prints a fresh API token on standard output, then the
 // line of RECEIPTKIT_API_TOKENS_FILE that accepts it (the token's SHA-256, never the token).
 //
+// receiptkit-server backup --to FILE: copies the SQLite database RECEIPTKIT_DATABASE_URL names to
+// FILE, consistently, while servers keep writing to it (see DatabaseBackup); exits 0 once the copy
+// is checked and synced, 73 when FILE exists, 66 when there is no database, 78 for PostgreSQL
+// (pg_dump is its tool), 1 when the copy failed.
+//
 // receiptkit-server sync --from FILE: backfills from Apple the customers of FILE (one transaction
 // id per line, optionally a tab and a customer id), resumably (see BulkSync); exits 0 when every
 // line synced, 1 when some line failed, 75 when Apple stayed unavailable, 78 for a configuration
@@ -49,6 +54,35 @@ if arguments.first == "token" {
     exit(0)
 }
 
+if arguments.first == "backup" {
+    guard arguments.count == 3, arguments[1] == "--to", !arguments[2].isEmpty else {
+        FileHandle.standardError.write(Data("usage: receiptkit-server backup --to FILE\n".utf8))
+        exit(64)  // EX_USAGE
+    }
+    // The database alone: a backup needs none of the server's other settings.
+    let location: DatabaseLocation
+    do {
+        location = try DatabaseLocation(url: ProcessInfo.processInfo.environment["RECEIPTKIT_DATABASE_URL"] ?? "sqlite:receiptkit.sqlite")
+    } catch {
+        FileHandle.standardError.write(Data("receiptkit-server: \(error)\n".utf8))
+        exit(78)  // EX_CONFIG
+    }
+    do throws(DatabaseBackup.Failure) {
+        let report = try DatabaseBackup.run(location, to: arguments[2])
+        FileHandle.standardError.write(Data(
+            "receiptkit-server: backed up \(report.pages) pages (\(report.bytes) bytes) to \(report.path); integrity_check ok\n".utf8))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("receiptkit-server: backup: \(error)\n".utf8))
+        switch error {
+        case .postgres: exit(78)  // EX_CONFIG
+        case .noDatabase: exit(66)  // EX_NOINPUT
+        case .destinationExists: exit(73)  // EX_CANTCREAT
+        case .failed: exit(1)
+        }
+    }
+}
+
 let configuration: ServerConfiguration
 do {
     configuration = try ServerConfiguration(environment: ProcessInfo.processInfo.environment)
@@ -59,7 +93,7 @@ do {
 
 if let command = arguments.first {
     guard command == "sync", arguments.count == 3, arguments[1] == "--from" else {
-        FileHandle.standardError.write(Data("usage: receiptkit-server [sync --from FILE | token new NAME SCOPE]\n".utf8))
+        FileHandle.standardError.write(Data("usage: receiptkit-server [sync --from FILE | backup --to FILE | token new NAME SCOPE]\n".utf8))
         exit(64)  // EX_USAGE
     }
     do {

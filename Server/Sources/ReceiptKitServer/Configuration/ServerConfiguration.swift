@@ -20,6 +20,7 @@ public import ReceiptKit
 /// | `HOST` | the address to listen on, default `127.0.0.1` |
 /// | `PORT` | the port to listen on, default `8080` |
 /// | `RECEIPTKIT_REQUEST_TIMEOUT` | seconds one request may take before it is answered 503 `timeout`, default `30` |
+/// | `RECEIPTKIT_DATABASE_TIMEOUT` | seconds one store call of a request waits for the database (a connection, a lock, a commit) before the request is answered 503 `database_unavailable`, default `3` |
 /// | `RECEIPTKIT_APPSTORE_KEY_ID`, `RECEIPTKIT_APPSTORE_ISSUER_ID`, `RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE` | the In-App Purchase key that reconciles with Apple (all three or none: without them reconciliation is off) |
 /// | `RECEIPTKIT_APPSTORE_API_URL` | the App Store Server API's base URL in place of Apple's for Production (of the one environment, when one is served) |
 /// | `RECEIPTKIT_APPSTORE_SANDBOX_API_URL` | the same for Sandbox, when several environments are served |
@@ -49,6 +50,9 @@ public struct ServerConfiguration: Sendable {
     /// How long one request may take, reading its body included, before it is answered 503
     /// `timeout`.
     public var requestTimeout: Duration
+    /// How long one store call of a request waits for the database before the request is
+    /// answered 503 `database_unavailable` (``Store/timeout``).
+    public var databaseTimeout: Duration = Store.defaultTimeout
     /// How the server reaches the App Store Server API, or `nil`: reconciliation is off.
     public var appStoreAPI: AppStoreAPISettings?
     /// How the server tells backends what changed (the feed, webhooks).
@@ -108,6 +112,7 @@ public struct ServerConfiguration: Sendable {
         let host = variables.value("HOST") ?? "127.0.0.1"
         let port = try variables.port("PORT") ?? 8080
         let requestTimeout = try variables.seconds("RECEIPTKIT_REQUEST_TIMEOUT") ?? .seconds(30)
+        let databaseTimeout = try variables.seconds("RECEIPTKIT_DATABASE_TIMEOUT") ?? Store.defaultTimeout
         let apiToken = variables.value("RECEIPTKIT_API_TOKEN")
         let apiTokensFile = variables.value("RECEIPTKIT_API_TOKENS_FILE")
         // Read now, so that a wrong line stops the server at start, naming it.
@@ -124,6 +129,7 @@ public struct ServerConfiguration: Sendable {
             database: database, apiToken: apiToken, apiTokensFile: apiTokensFile, requestTimeout: requestTimeout,
             appStoreAPI: appStoreAPI, events: events)
         notices = environmentNotice.map { [$0] } ?? []
+        self.databaseTimeout = databaseTimeout
     }
 
     /// The environments served: `RECEIPTKIT_ENVIRONMENTS`, as listed; or `RECEIPTKIT_ENVIRONMENT`,

@@ -37,9 +37,22 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
         APIError(.badRequest, "invalid_request", message)
     }
 
-    /// The database failed; the caller should retry.
+    /// The database failed, or did not answer within `RECEIPTKIT_DATABASE_TIMEOUT`; the caller
+    /// should retry, after ``retryAfterUnavailable`` seconds.
     static let databaseUnavailable = APIError(
-        .serviceUnavailable, "database_unavailable", "the database is unavailable; retry later")
+        .serviceUnavailable, "database_unavailable", "the database is unavailable; retry later",
+        retryAfterSeconds: retryAfterUnavailable)
+
+    /// The request took longer than `RECEIPTKIT_REQUEST_TIMEOUT`; the caller should retry, after
+    /// ``retryAfterUnavailable`` seconds.
+    static func timeout(after limit: Duration) -> APIError {
+        APIError(.serviceUnavailable, "timeout", "the request took longer than \(limit)", retryAfterSeconds: retryAfterUnavailable)
+    }
+
+    /// The `Retry-After` of a 503 for the database or a timeout: the server reconnects on its own
+    /// within seconds of the database's return (docs/operations.md), so a client's retry need not
+    /// wait longer. Apple keeps its own schedule for notifications.
+    static let retryAfterUnavailable = 5
 
     /// The response: the status and the error object.
     func response() -> Response {

@@ -23,7 +23,7 @@ struct RequestLogMiddleware: RouterMiddleware {
             // which is harmless: the client retries, and a replay changes nothing.
             let timeout = self.timeout
             response = try await withTimeout(
-                timeout, timedOut: { APIError(.serviceUnavailable, "timeout", "the request took longer than \(timeout)") }
+                timeout, timedOut: { APIError.timeout(after: timeout) }
             ) {
                 try await next(request, context)
             }

@@ -42,8 +42,9 @@ struct RouteEnvironment: Sendable {
     /// Apple's inputs in: verified, made into inputs and recorded.
     var ingestion: Ingestion { Ingestion(verifier: verifier, store: store, metrics: metrics) }
 
-    /// Runs store operations for the request: a database failure is a 503, and the request stops
-    /// waiting at its timeout (``Store/run(_:)``).
+    /// Runs store operations for the request: a database failure, or no answer within
+    /// `RECEIPTKIT_DATABASE_TIMEOUT`, is a 503, and the request stops waiting at its own timeout
+    /// too (``Store/run(_:)``).
     func read<T: Sendable>(_ operations: @escaping @Sendable () async throws -> T) async throws -> T {
         try await store.run(operations)
     }

@@ -6,19 +6,21 @@ extension Store {
     /// that does not grow with a key's history) and writes the feed's events it causes; adds its
     /// customer links in any case. One transaction (``Recording``).
     ///
-    /// Stops waiting as soon as the calling task is cancelled (a request's timeout), throwing
-    /// `CancellationError`, even while the database still waits for a lock; the write may then
-    /// still commit, which is harmless (the client retries, and a replay changes nothing).
+    /// Stops waiting after ``timeout``, throwing ``StoreError``, or as soon as the calling task is
+    /// cancelled (a request's timeout), throwing `CancellationError`, even while the database
+    /// still waits for a lock or a connection; the write may then still commit, which is
+    /// harmless (the client retries, and a replay changes nothing).
     ///
     /// - Returns: `true` when the input is new, `false` when its dedup key was already stored (a
     ///   replay, which changes no state) or when it only repeats what is stored
     ///   (``VerifiedInput/skipsRepeats``).
-    /// - Throws: ``StoreError`` when the database fails; `CancellationError`.
+    /// - Throws: ``StoreError`` when the database fails or does not answer within ``timeout``;
+    ///   `CancellationError`.
     package func record(_ input: VerifiedInput) async throws -> Bool {
         let recording = Recording(input, dialect: backend.dialect, targets: feed.targets, directory: headers)
         let recorded: Recording.Result
         do {
-            recorded = try await backend.record(recording)
+            recorded = try await backend.record(recording, deadline: timeout.map { ContinuousClock.now + $0 })
         } catch let error as StoreError {
             throw error
         } catch let error as CancellationError {

@@ -19,13 +19,27 @@ package final class Store: Sendable {
     /// The PostgreSQL client, which must run (as a service) for as long as the store is used;
     /// `nil` for SQLite.
     package let postgresClient: PostgresClient?
+    /// How long one store call made through ``run(_:)`` or ``record(_:)`` waits for the
+    /// database — a connection, a lock, a commit — before it throws ``StoreError`` (503: the
+    /// caller retries) instead of hanging for as long as the database is away; `nil`: as long as
+    /// the database takes (a command's or a test's store).
+    package let timeout: Duration?
+
+    /// What `RECEIPTKIT_DATABASE_TIMEOUT` is when unset: a webhook's 503 then leaves within 5 s
+    /// of its request, with room for the rest of the request.
+    package static let defaultTimeout = Duration.seconds(3)
 
     /// Opens (or creates) a SQLite database file.
     ///
+    /// - Parameters:
+    ///   - path: The file.
+    ///   - feed: Where the feed's events go, and whom to tell what each commit wrote.
+    ///   - timeout: How long one store call waits for the database (``timeout``).
     /// - Throws: ``StoreError`` when the file cannot be opened as a database.
-    package init(sqlitePath path: String, feed: FeedSettings = FeedSettings()) throws {
+    package init(sqlitePath path: String, feed: FeedSettings = FeedSettings(), timeout: Duration? = nil) throws {
         backend = try SQLiteBackend(path: path)
         self.feed = feed
+        self.timeout = timeout
         postgresClient = nil
     }
 
@@ -36,20 +50,27 @@ package final class Store: Sendable {
     ///   - searchPath: A schema to use instead of the role's default (`search_path`), if any.
     ///   - logger: Where the client logs.
     ///   - feed: Where the feed's events go, and whom to tell what each commit wrote.
-    package init(postgres location: PostgresLocation, searchPath: String? = nil, logger: Logger, feed: FeedSettings = FeedSettings()) {
+    ///   - timeout: How long one store call waits for the database (``timeout``).
+    package init(
+        postgres location: PostgresLocation, searchPath: String? = nil, logger: Logger, feed: FeedSettings = FeedSettings(),
+        timeout: Duration? = nil
+    ) {
         let backend = PostgresBackend(location: location, searchPath: searchPath, logger: logger)
         self.backend = backend
         self.feed = feed
+        self.timeout = timeout
         postgresClient = backend.client
     }
 
     /// The store a configuration names.
     package convenience init(
-        _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String? = nil, feed: FeedSettings = FeedSettings()
+        _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String? = nil, feed: FeedSettings = FeedSettings(),
+        timeout: Duration? = nil
     ) throws {
         switch database {
-        case .sqlite(let path): try self.init(sqlitePath: path, feed: feed)
-        case .postgres(let location): self.init(postgres: location, searchPath: postgresSearchPath, logger: logger, feed: feed)
+        case .sqlite(let path): try self.init(sqlitePath: path, feed: feed, timeout: timeout)
+        case .postgres(let location):
+            self.init(postgres: location, searchPath: postgresSearchPath, logger: logger, feed: feed, timeout: timeout)
         }
     }
 
@@ -67,15 +88,17 @@ package final class Store: Sendable {
         }
     }
 
-    /// Runs store operations on behalf of a request or a run: stops waiting as soon as the caller
-    /// is cancelled (a request's timeout), even while the database still waits for a lock — the
-    /// operations are cancelled too and finish on their own; a write they commit after the caller
-    /// stopped waiting is harmless, since the client retries and a replay changes nothing. A
-    /// failure of the database is a ``StoreError`` (503: the caller retries); an ``APIError`` the
-    /// operations throw is their answer, passed on.
+    /// Runs store operations on behalf of a request or a run: stops waiting after ``timeout``,
+    /// or as soon as the caller is cancelled (a request's timeout), even while the database still
+    /// waits for a lock or a connection — the operations are cancelled too and finish on their
+    /// own; a write they commit after the caller stopped waiting is harmless, since the client
+    /// retries and a replay changes nothing. A failure of the database, or no answer within
+    /// ``timeout``, is a ``StoreError`` (503: the caller retries); an ``APIError`` the operations
+    /// throw is their answer, passed on.
     package func run<T: Sendable>(_ operations: @escaping @Sendable () async throws -> T) async throws -> T {
         do {
-            return try await abandoningOnCancel(operations)
+            guard let timeout else { return try await abandoningOnCancel(operations) }
+            return try await abandoning(at: ContinuousClock.now + timeout, timedOut: { StoreError.timedOut }, operations)
         } catch let error as StoreError {
             throw error
         } catch let error as APIError {
@@ -126,5 +149,10 @@ public struct StoreError: Error, CustomStringConvertible {
 
     init(_ description: String) {
         self.description = description
+    }
+
+    /// A store call that had no answer from the database within ``Store/timeout``.
+    static var timedOut: StoreError {
+        StoreError("the database did not answer within RECEIPTKIT_DATABASE_TIMEOUT")
     }
 }

@@ -28,10 +28,11 @@ protocol StoreBackend: Sendable {
     /// commit), each rolled back alone if it fails. PostgreSQL runs each in a transaction of its
     /// own, the recording's steps locking the rows of its keys (``SQLDialect/locksRows``).
     ///
-    /// Stops waiting as soon as the calling task is cancelled (a request's timeout), throwing
-    /// `CancellationError`, even while the database still waits for a lock; the write may then
-    /// still commit, which is harmless (the client retries, and a replay changes nothing).
-    func record(_ recording: Recording) async throws -> Recording.Result
+    /// Stops waiting at `deadline`, if any, throwing ``StoreError``, or as soon as the calling task is
+    /// cancelled (a request's timeout), throwing `CancellationError`, even while the database
+    /// still waits for a lock or a connection; the write may then still commit, which is
+    /// harmless (the client retries, and a replay changes nothing).
+    func record(_ recording: Recording, deadline: ContinuousClock.Instant?) async throws -> Recording.Result
 
     /// Applies the migrations not yet applied, in order, each in one transaction: its statements
     /// in ``dialect``, then its row steps. Safe to call from several servers at once.

@@ -24,6 +24,42 @@ func abandoningOnCancel<T: Sendable>(_ operation: @escaping @Sendable () async t
     return try await outcome.value { task.cancel() }
 }
 
+/// Runs `operation` as ``abandoningOnCancel(_:)`` does, and stops waiting for it at `deadline`
+/// too, throwing `timedOut()`: the operation is then cancelled and finishes on its own.
+///
+/// This is how a request's wait for the database is bounded: a PostgreSQL pool waiting for a
+/// connection to a server that is gone, SQLite's busy handler, a lock held elsewhere. One alarm
+/// in the shared ``DeadlineTimer`` and the one task ``abandoningOnCancel(_:)`` starts anyway: no
+/// task group.
+///
+/// - Parameters:
+///   - deadline: When to stop waiting.
+///   - timer: What keeps the deadline, to within its resolution.
+///   - timedOut: The error thrown at the deadline.
+///   - operation: The work, typically one store call.
+/// - Returns: The operation's result, if it finished before the deadline and the caller's
+///   cancellation.
+/// - Throws: The operation's error, `timedOut()`, or `CancellationError`.
+func abandoning<T: Sendable>(
+    at deadline: ContinuousClock.Instant, timer: DeadlineTimer = .shared, timedOut: @escaping @Sendable () -> any Error,
+    _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    let outcome = OnceOutcome<T>()
+    let task = Task {
+        do {
+            outcome.finish(.success(try await operation()))
+        } catch {
+            outcome.finish(.failure(error))
+        }
+    }
+    let alarm = timer.schedule(at: deadline) {
+        outcome.finish(.failure(timedOut()))
+        task.cancel()
+    }
+    defer { alarm.cancel() }
+    return try await outcome.value { task.cancel() }
+}
+
 /// The first of an operation's result and its caller's cancellation, handed to the one waiting
 /// continuation exactly once, whichever arrives first and whenever the continuation arrives.
 final class OnceOutcome<T: Sendable>: Sendable {

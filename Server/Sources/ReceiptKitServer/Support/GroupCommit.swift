@@ -50,10 +50,21 @@ package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
 
     /// Writes an item in the next transaction and returns its result once that has committed.
     ///
-    /// - Throws: The item's own error, the transaction's, or `CancellationError` when the
-    ///   calling task is cancelled first.
-    package func submit(_ item: Item) async throws -> Output {
+    /// - Parameters:
+    ///   - item: What to write.
+    ///   - deadline: When to stop waiting, if ever: the item is still written if it was
+    ///     submitted (as when the caller is cancelled).
+    ///   - timer: What keeps the deadline.
+    ///   - timedOut: The error thrown at the deadline.
+    /// - Throws: The item's own error, the transaction's, `timedOut()` at the deadline, or
+    ///   `CancellationError` when the calling task is cancelled first.
+    package func submit(
+        _ item: Item, deadline: ContinuousClock.Instant? = nil, timer: DeadlineTimer = .shared,
+        timedOut: @escaping @Sendable () -> any Error = { CancellationError() }
+    ) async throws -> Output {
         let outcome = OnceOutcome<Output>()
+        let alarm = deadline.map { deadline in timer.schedule(at: deadline) { outcome.finish(.failure(timedOut())) } }
+        defer { alarm?.cancel() }
         let startsDrain = state.withLockedValue { state in
             state.pending.append(Pending(item: item, outcome: outcome))
             defer { state.isDraining = true }

@@ -31,30 +31,31 @@ package func withTimeout<T: Sendable>(
     }
 }
 
-/// Wakes sleepers at their deadlines, all of them from one task that ticks while any sleeper
-/// waits.
+/// Wakes sleepers and fires alarms at their deadlines, all of them from one task that ticks
+/// while any waits.
 ///
 /// Every request has a timeout, and nearly every one finishes long before it. A `Task.sleep`
 /// per request arms a libdispatch timer, wakes libdispatch's manager thread to do so, and is
 /// not disarmed when the sleep is cancelled: under load that was about 3% of a webhook
-/// request's time. Here a request's sleep is an entry in a table, removed when it is cancelled.
+/// request's time. Here a request's sleep, or its alarm, is an entry in a table, removed when it
+/// is cancelled.
 package final class DeadlineTimer: Sendable {
     /// The timer every ``withTimeout(_:timer:timedOut:_:)`` uses.
     package static let shared = DeadlineTimer(resolution: .milliseconds(10))
 
-    private struct Sleeper {
+    private struct Entry {
         let deadline: ContinuousClock.Instant
-        let outcome: OnceOutcome<Void>
+        let fire: @Sendable () -> Void
     }
 
     private struct State {
-        var sleepers: [UInt64: Sleeper] = [:]
+        var entries: [UInt64: Entry] = [:]
         var lastIdentifier: UInt64 = 0
-        /// Whether the ticking task runs; it stops once no sleeper is left.
+        /// Whether the ticking task runs; it stops once no entry is left.
         var isTicking = false
     }
 
-    /// How late past its deadline a sleeper may be woken.
+    /// How late past its deadline a sleeper may be woken, or an alarm fired.
     package let resolution: Duration
     private let state = Locked(State())
 
@@ -62,44 +63,65 @@ package final class DeadlineTimer: Sendable {
         self.resolution = resolution
     }
 
-    /// The number of sleepers waiting.
+    /// The number of sleepers and alarms waiting.
     package var sleeperCount: Int {
-        state.withLockedValue { $0.sleepers.count }
+        state.withLockedValue { $0.entries.count }
     }
 
     /// Returns once `deadline` has passed (within ``resolution``), or throws `CancellationError`
     /// as soon as the calling task is cancelled.
     package func sleep(until deadline: ContinuousClock.Instant) async throws {
         let outcome = OnceOutcome<Void>()
+        let alarm = schedule(at: deadline) { outcome.finish(.success(())) }
+        try await outcome.value { alarm.cancel() }
+    }
+
+    /// Calls `fire` once `deadline` has passed (within ``resolution``), from the timer's task,
+    /// unless the alarm is cancelled first.
+    ///
+    /// - Parameters:
+    ///   - deadline: When to call `fire`.
+    ///   - fire: What to do then; it must return promptly (it runs on the timer's task).
+    /// - Returns: The alarm, to cancel once what it guards has finished.
+    package func schedule(at deadline: ContinuousClock.Instant, _ fire: @escaping @Sendable () -> Void) -> Alarm {
         let (identifier, startsTicking) = state.withLockedValue { state in
             state.lastIdentifier &+= 1
-            state.sleepers[state.lastIdentifier] = Sleeper(deadline: deadline, outcome: outcome)
+            state.entries[state.lastIdentifier] = Entry(deadline: deadline, fire: fire)
             defer { state.isTicking = true }
             return (state.lastIdentifier, !state.isTicking)
         }
         if startsTicking {
             Task.detached { await self.tick() }
         }
-        try await outcome.value { [self] in
-            _ = state.withLockedValue { $0.sleepers.removeValue(forKey: identifier) }
+        return Alarm(timer: self, identifier: identifier)
+    }
+
+    /// An alarm of ``schedule(at:_:)``.
+    package struct Alarm: Sendable {
+        fileprivate let timer: DeadlineTimer
+        fileprivate let identifier: UInt64
+
+        /// Removes the alarm, if it has not fired: it then never fires.
+        package func cancel() {
+            _ = timer.state.withLockedValue { $0.entries.removeValue(forKey: identifier) }
         }
     }
 
-    /// Wakes the sleepers whose deadline has passed, every ``resolution``, until none is left.
+    /// Fires the entries whose deadline has passed, every ``resolution``, until none is left.
     private func tick() async {
         while true {
             try? await Task.sleep(for: resolution)
             let now = ContinuousClock.now
-            let due: [OnceOutcome<Void>]? = state.withLockedValue { state in
-                guard !state.sleepers.isEmpty else {
+            let due: [Entry]? = state.withLockedValue { state in
+                guard !state.entries.isEmpty else {
                     state.isTicking = false
                     return nil
                 }
-                let identifiers = state.sleepers.compactMap { $0.value.deadline <= now ? $0.key : nil }
-                return identifiers.compactMap { state.sleepers.removeValue(forKey: $0)?.outcome }
+                let identifiers = state.entries.compactMap { $0.value.deadline <= now ? $0.key : nil }
+                return identifiers.compactMap { state.entries.removeValue(forKey: $0) }
             }
             guard let due else { return }
-            for outcome in due { outcome.finish(.success(())) }
+            for entry in due { entry.fire() }
         }
     }
 }

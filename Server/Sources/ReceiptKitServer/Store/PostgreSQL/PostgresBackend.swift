@@ -78,8 +78,9 @@ final class PostgresBackend: StoreBackend {
         return try await client.withTransaction(logger: logger) { connection in try await connection.run(steps, logger: logger) }
     }
 
-    func record(_ recording: Recording) async throws -> Recording.Result {
-        try await abandoningOnCancel { try await self.write(recording) }
+    func record(_ recording: Recording, deadline: ContinuousClock.Instant?) async throws -> Recording.Result {
+        guard let deadline else { return try await abandoningOnCancel { try await self.write(recording) } }
+        return try await abandoning(at: deadline, timedOut: { StoreError.timedOut }) { try await self.write(recording) }
     }
 
     func migrate(_ migrations: ArraySlice<Migration>) async throws {

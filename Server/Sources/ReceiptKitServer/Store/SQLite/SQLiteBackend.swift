@@ -62,8 +62,8 @@ final class SQLiteBackend: StoreBackend {
         try await pool.write { db in try db.run(steps) }
     }
 
-    func record(_ recording: Recording) async throws -> Recording.Result {
-        try await recordings.submit(recording)
+    func record(_ recording: Recording, deadline: ContinuousClock.Instant?) async throws -> Recording.Result {
+        try await recordings.submit(recording, deadline: deadline, timedOut: { StoreError.timedOut })
     }
 
     /// One transaction over a batch of recordings (``GroupCommit``). A recording that fails (its
