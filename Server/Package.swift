@@ -33,6 +33,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // The appstore-api command's options.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // The tests read openapi.yaml with these and check every answer against its schema.
+        .package(url: "https://github.com/mattpolzin/OpenAPIKit", from: "6.4.0", traits: []),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // The application: configuration, store, routes, metrics. Tests import it.
@@ -110,6 +113,9 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // openapi.yaml parsed, so OpenAPITests checks each answer against its schema.
+                .product(name: "OpenAPIKit", package: "OpenAPIKit"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strictSettings
         ),

@@ -54,7 +54,8 @@ struct ConsumptionTests {
         })
     }
 
-    /// A server reaching the fake, delivering quickly, its clock at ``AppleFake/now``.
+    /// A server reaching the fake, delivering quickly and one attempt at a time, its clock at
+    /// ``AppleFake/now``.
     static func serve(
         _ backend: Backend, fake: FakeAppStoreServerAPI, default answer: String? = nil,
         _ test: @escaping @Sendable (TestServer) async throws -> Void
@@ -67,7 +68,8 @@ struct ConsumptionTests {
                 configuration.events.sweepInterval = .milliseconds(50)
                 configuration.events.consumptionDefault = answer ?? nil
                 configuration.events.delivery = DeliveryPolicy(
-                    firstRetry: .milliseconds(50), maximumWait: .milliseconds(200), timeout: .seconds(5), pollInterval: .milliseconds(50))
+                    firstRetry: .milliseconds(50), maximumWait: .milliseconds(200), timeout: .seconds(5), concurrency: 1,
+                    pollInterval: .milliseconds(50))
             }, test)
         }
     }
@@ -148,7 +150,10 @@ struct ConsumptionTests {
     @Test("RECEIPTKIT_CONSUMPTION_DEFAULT answers an hour before the deadline, only for a customer recorded as consenting, only what nobody answered",
           arguments: Backend.available)
     func defaultAnswer(backend: Backend) async throws {
-        let fake = try Self.fake([("8810000001", "Consumable"), ("8810000002", "Consumable"), ("8810000003", "Consumable")])
+        let fake = try Self.fake([
+            ("8810000001", "Consumable"), ("8810000002", "Consumable"), ("8810000003", "Consumable"),
+            ("8810000004", "Consumable"), ("8810000005", "Consumable"),
+        ])
         // Deadlines: in 30 minutes (consenting), in 30 minutes (not consenting), in 11 hours.
         let due = try Self.request(transactionId: "8810000001", signed: Self.now - 11 * Self.hour - 30 * 60_000)
         let unconsented = try Self.request(
@@ -169,8 +174,23 @@ struct ConsumptionTests {
             try await waitUntil("the default answer reaches Apple") {
                 !fake.requests(to: "/inApps/v2/transactions/consumption/8810000001").isEmpty
             }
-            try await Task.sleep(for: .milliseconds(400))  // several sweeps: nothing else, nothing twice
-            let sent = fake.requests(to: "/inApps/v2/transactions/consumption")
+            // An answer that should not be (another request's, or this one's again) would be written
+            // by a sweep that read the requests above. Sweeps run one after another: the one
+            // that answers a first sentinel read every request above, and it has ended, every
+            // row it wrote with it, before the next one answers a second sentinel. With one
+            // attempt at a time, the server claims that sentinel's row only once none runs and
+            // no earlier row is due: once it has reached Apple, every earlier row has too.
+            let sentinels = ["8810000004", "8810000005"]
+            for (index, id) in sentinels.enumerated() {
+                let sentinel = try Self.request(transactionId: id, signed: Self.now - 11 * Self.hour - Int64(20 - index) * 60_000)
+                #expect(try await server.notify(sentinel).status == .ok)
+                try await waitUntil("the default answer to sentinel \(index + 1) reaches Apple") {
+                    !fake.requests(to: "/inApps/v2/transactions/consumption/\(id)").isEmpty
+                }
+            }
+            let sent = fake.requests(to: "/inApps/v2/transactions/consumption").filter { request in
+                !sentinels.contains { request.path == "/inApps/v2/transactions/consumption/\($0)" }
+            }
             #expect(sent.map(\.path) == ["/inApps/v2/transactions/consumption/8810000001"])
             #expect(try #require(sent.first?.bodyJSON) as NSDictionary == [
                 "customerConsented": true, "deliveryStatus": "DELIVERED", "refundPreference": "DECLINE", "sampleContentProvided": false,

@@ -23,6 +23,8 @@ struct ForwardingTests {
             transaction: p.transaction(id: "7952", original: "7951", purchase: t0 + 30 * day, expires: t0 + 60 * day, signed: t0 + 30 * day),
             renewalInfo: nil)
         let test = try p.notification(type: "TEST", signed: t0, transaction: nil, renewalInfo: nil)
+        // Sent last, once the three have arrived: see below.
+        let sentinel = Vectors.body(wrapping: try p.notification(type: "TEST", signed: t0, transaction: nil, renewalInfo: nil))
         // As Apple might format it: spaces and a newline, which a re-encoding would lose.
         let bodies = [
             "{ \"signedPayload\" : \"\(subscribed)\" }\n", Vectors.body(wrapping: renewal), Vectors.body(wrapping: test),
@@ -38,8 +40,10 @@ struct ForwardingTests {
                 try await TestServer.run(backend, clock: { Date() }, configure: { configuration in
                     configuration.events.sweepInterval = .seconds(3600)
                     configuration.events.forwardURLs = [first.url, second.url]
+                    // One attempt at a time: the sentinel below is claimed only once none runs.
                     configuration.events.delivery = DeliveryPolicy(
-                        firstRetry: .milliseconds(50), maximumWait: .milliseconds(200), timeout: .seconds(5), pollInterval: .milliseconds(50))
+                        firstRetry: .milliseconds(50), maximumWait: .milliseconds(200), timeout: .seconds(5), concurrency: 1,
+                        pollInterval: .milliseconds(50))
                 }) { server in
                     for body in refused {
                         let answer = try await server.post("/appstore/notifications", body, token: nil)
@@ -52,22 +56,33 @@ struct ForwardingTests {
                     try await waitUntil("both receivers have the three notifications") {
                         first.accepted.count >= 3 && second.accepted.count >= 3
                     }
-                    try await Task.sleep(for: .milliseconds(300))  // time for a duplicate, were there one
+                    // A duplicate would be an outbox row written by a replay, or a row sent again. The
+                    // sentinel's rows are the outbox's newest; with one attempt at a time, the
+                    // server claims one only when no attempt of its runs and no earlier row is due:
+                    // once the sentinel has arrived, every attempt at an earlier row has ended.
+                    #expect(try await server.post("/appstore/notifications", sentinel, token: nil).status == .ok)
+                    try await waitUntil("both receivers have the sentinel") {
+                        first.accepted.contains { $0.body == Array(sentinel.utf8) } && second.accepted.contains { $0.body == Array(sentinel.utf8) }
+                    }
+                    let isSentinel = { (request: WebhookReceiver.Received) in request.body == Array(sentinel.utf8) }
                     for receiver in [first, second] {
                         // Each once, byte for byte (the order holds per subscription only).
-                        let received = receiver.accepted.map(\.body).sorted { $0.lexicographicallyPrecedes($1) }
+                        let received = receiver.accepted.filter { !isSentinel($0) }.map(\.body).sorted { $0.lexicographicallyPrecedes($1) }
                         let sent = bodies.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
                         #expect(received == sent, "\(received.map(\.count)) bytes received, \(sent.map(\.count)) sent")
                         #expect(receiver.accepted.allSatisfy { $0.headers["content-type"] == "application/json" })
                         // Apple's JWS is the proof: no ReceiptKit event id or signature is added.
                         #expect(receiver.accepted.allSatisfy { $0.headers["receiptkit-signature"] == nil })
                     }
-                    #expect(first.received.count == 4 && first.received.first?.status == 503)
-                    #expect(second.received.count == 3)
+                    #expect(first.received.filter { !isSentinel($0) }.count == 4 && first.received.first?.status == 503)
+                    #expect(second.received.filter { !isSentinel($0) }.count == 3)
+                    // The three and the sentinel, to each receiver. The sentinel's rows are the last
+                    // pending ones, recorded delivered once their receivers have answered.
+                    try await server.waitUntilDeliveries("the sentinel's rows are recorded delivered") { $0.isEmpty }
                     let delivered = try await server.deliveries(state: "delivered")
-                    #expect(delivered.count == 6 && delivered.allSatisfy { $0["kind"] as? String == "forward" && $0["event_id"] is NSNull })
+                    #expect(delivered.count == 8 && delivered.allSatisfy { $0["kind"] as? String == "forward" && $0["event_id"] is NSNull })
                     let metrics = try await server.get("/metrics").text
-                    #expect(metrics.contains(#"receiptkit_deliveries_total{destination="forward:127.0.0.1:\#(first.port)",outcome="delivered"} 3"#))
+                    #expect(metrics.contains(#"receiptkit_deliveries_total{destination="forward:127.0.0.1:\#(first.port)",outcome="delivered"} 4"#))
                 }
             }
         }

@@ -1,11 +1,13 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import NIOConcurrencyHelpers
 import ReceiptKitServer
 import Testing
 
-/// The signature checks of `docs/events.md`, run as the page has them over a real delivery: true
-/// for what the server sent, false for a changed body, another secret or an old timestamp.
+/// The signature checks of `docs/events.md`, run as the page has them over real deliveries: true
+/// for what the server sent now or a little while ago, false for a changed body, another secret,
+/// or a correctly signed delivery whose timestamp lies outside the replay window (old or ahead).
 @Suite("docs/events.md: checking a webhook's signature")
 struct SignatureSnippetTests {
     /// The code block of `language` after the heading `### title` in docs/events.md.
@@ -17,34 +19,56 @@ struct SignatureSnippetTests {
         return String(page[start.upperBound..<end.lowerBound])
     }
 
-    /// One delivery of a real server, signed at the real time: its body and signature header.
-    static func delivery() async throws -> (body: [UInt8], header: String) {
+    /// A delivery as a receiver gets it: its body and `ReceiptKit-Signature` header.
+    typealias SignedDelivery = (body: [UInt8], header: String)
+
+    /// The deliveries of a real server whose clock is the real time moved by each of `offsets`
+    /// in turn: each event is signed at that instant, as a server whose clock is that far off, or
+    /// a request recorded then and replayed now, would have it.
+    static func deliveries(signedAt offsets: [Duration]) async throws -> [SignedDelivery] {
         let receiver = try WebhookReceiver()
-        let body = try #require(try WebhookDeliveryTests.changes(of: ["7991"]).first)
+        let offset = Locked(Duration.zero)
+        let clock: @Sendable () -> Date = {
+            let moved = offset.withLockedValue { $0 }.components
+            return Date(timeIntervalSinceNow: Double(moved.seconds) + Double(moved.attoseconds) / 1e18)
+        }
+        let bodies = try WebhookDeliveryTests.changes(of: offsets.indices.map { String(7991 + 10 * $0) }).prefix(offsets.count)
         return try await receiver.run {
-            var delivered: (body: [UInt8], header: String)?
-            try await TestServer.run(.sqlite, clock: { Date() }, configure: WebhookDeliveryTests.sending(to: receiver)) { server in
-                #expect(try await server.notify(body).status == .ok)
-                try await waitUntil("the receiver gets the event") { !receiver.accepted.isEmpty }
+            try await TestServer.run(.sqlite, clock: clock, configure: WebhookDeliveryTests.sending(to: receiver)) { server in
+                for (index, (moved, body)) in zip(offsets, bodies).enumerated() {
+                    offset.withLockedValue { $0 = moved }
+                    #expect(try await server.notify(body).status == .ok)
+                    try await waitUntil("the receiver gets event \(index + 1)") { receiver.accepted.count == index + 1 }
+                }
             }
-            let request = try #require(receiver.accepted.first)
-            delivered = (request.body, try #require(request.headers["receiptkit-signature"]))
-            return try #require(delivered)
+            return try receiver.accepted.map { ($0.body, try #require($0.headers["receiptkit-signature"])) }
         }
     }
 
-    /// The cases each snippet must decide: (body, header, secret, expected).
-    static func cases(_ delivery: (body: [UInt8], header: String)) -> [(body: [UInt8], header: String, secret: String, valid: Bool)] {
+    /// The cases each snippet must decide (body, header, secret, expected), from deliveries
+    /// signed now, 2 minutes ago (inside the pages' 5-minute window), 10 minutes ago (a replay)
+    /// and 10 minutes ahead. The old and the future ones carry a signature that is right for
+    /// their `t` (checked here): the window alone must refuse them.
+    static func cases() async throws -> [(body: [UInt8], header: String, secret: String, valid: Bool)] {
         let secret = WebhookDeliveryTests.secret
-        let old = delivery.header.replacingOccurrences(of: "t=", with: "t=1")  // a t far in the future
-        var changed = delivery.body
+        let signed = try await deliveries(signedAt: [.zero, .seconds(-120), .seconds(-600), .seconds(600)])
+        try #require(signed.count == 4)
+        let (now, recent, old, future) = (signed[0], signed[1], signed[2], signed[3])
+        for delivery in [recent, old, future] {
+            let received = WebhookReceiver.Received(
+                path: "/", headers: ["receiptkit-signature": delivery.header], body: delivery.body, status: 200)
+            #expect(signatureIsValid(received, secret: secret), "\(delivery.header): the HMAC is right for its t")
+        }
+        var changed = now.body
         changed[changed.count / 2] ^= 0x01
         return [
-            (delivery.body, delivery.header, secret, true),
-            (changed, delivery.header, secret, false),
-            (delivery.body, delivery.header, secret + "x", false),
-            (delivery.body, old, secret, false),
-            (delivery.body, "v1=00", secret, false),
+            (now.body, now.header, secret, true),
+            (recent.body, recent.header, secret, true),
+            (changed, now.header, secret, false),
+            (now.body, now.header, secret + "x", false),
+            (old.body, old.header, secret, false),
+            (future.body, future.header, secret, false),
+            (now.body, "v1=00", secret, false),
         ]
     }
 
@@ -78,8 +102,7 @@ struct SignatureSnippetTests {
     ) async throws {
         let executable = try #require(Tools.path(of: interpreter))
         let script = try Self.snippet(snippet.title, snippet.language) + "\n" + call
-        let delivery = try await Self.delivery()
-        for (index, test) in Self.cases(delivery).enumerated() {
+        for (index, test) in try await Self.cases().enumerated() {
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-webhook-\(UUID().uuidString)")
             try Data(test.body).write(to: file)
             defer { try? FileManager.default.removeItem(at: file) }

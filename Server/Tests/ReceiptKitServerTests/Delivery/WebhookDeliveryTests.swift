@@ -169,14 +169,34 @@ struct WebhookDeliveryTests {
     @Test("a delivered row is kept for keepDelivered, then removed; the feed keeps the event", arguments: Backend.available)
     func pruning(backend: Backend) async throws {
         let receiver = try WebhookReceiver()
+        let keep: Int64 = 200
+        let start = FeedTests.t0 + 10 * 60_000
+        let clock = TestClock(milliseconds: start)
+        // A forward URL nothing listens on: its row stays pending, so the backlog gauge, which
+        // each round of the delivery service updates just before it prunes, shows the instant
+        // every round read.
+        let nowhere = try unusedLoopbackPort()
+        let forward = "forward:127.0.0.1:\(nowhere)"
         let configure = Self.sending(to: receiver)
         try await receiver.run {
-            try await TestServer.run(backend, clock: { Date() }, configure: { configuration in
+            try await TestServer.run(backend, clock: clock.read, configure: { configuration in
                 configure(&configuration)
-                configuration.events.delivery.keepDelivered = .milliseconds(200)
+                configuration.events.forwardURLs = ["http://127.0.0.1:\(nowhere)/forward"]
+                configuration.events.delivery.keepDelivered = .milliseconds(keep)
             }) { server in
                 #expect(try await server.notify(try Self.changes(of: ["7951"])[0]).status == .ok)
-                try await waitUntil("the event is delivered") { receiver.accepted.count == 1 }
+                try await server.waitUntilDeliveries("the event is delivered", state: "delivered") { $0.count == 1 }
+                let delivered = try #require(try await server.deliveries(state: "delivered").first)
+                #expect(delivered["delivered_at"] as? String == Timestamp(millisecondsSince1970: start).iso8601)
+                #expect(try await server.deliveries(state: "pending").map { $0["kind"] as? String } == ["forward"])
+                // Rounds at a millisecond short of keepDelivered after the delivery, then at
+                // keepDelivered: the first round's pruning has ended once the second's gauges show.
+                for at in [start + keep - 1, start + keep] {
+                    clock.set(milliseconds: at)
+                    try await server.waitForDeliveryRound(at: at, pending: forward, since: start)
+                }
+                #expect(try await server.deliveries(state: "delivered").count == 1, "kept for keepDelivered")
+                clock.set(milliseconds: start + keep + 1)
                 try await server.waitUntilDeliveries("the delivered row is removed", state: "delivered") { $0.isEmpty }
                 #expect(try await server.feed().events.count == 1)
             }
@@ -189,22 +209,36 @@ struct WebhookDeliveryTests {
         receiver.answer(always: .stall(.milliseconds(20)))
         let keys = (0..<12).map { String(7500 + $0 * 10) }
         let bodies = try Self.changes(of: keys)
+        // One sentinel event per replica, written once the others are delivered.
+        let sentinels = try Self.changes(of: ["7700", "7710"]).prefix(2)
+        let start = FeedTests.t0 + 10 * 60_000
+        // A clock each: a replica whose clock is behind the instant a row was written does not
+        // claim it, so each sentinel is sent by the replica it is meant for.
+        let clocks = [TestClock(milliseconds: start), TestClock(milliseconds: start)]
         try await receiver.run {
             try await backend.withDatabase { location, searchPath in
-                let configure = Self.sending(to: receiver, timeout: .seconds(5))
-                try await TestServer.serve(location: location, searchPath: searchPath, clock: { Date() }, configure: configure) { first in
-                    try await TestServer.serve(location: location, searchPath: searchPath, clock: { Date() }, configure: configure) { second in
+                // One attempt at a time: a replica claims a sentinel only once none of its attempts runs.
+                let configure = Self.sending(to: receiver, concurrency: 1, timeout: .seconds(5))
+                try await TestServer.serve(location: location, searchPath: searchPath, clock: clocks[0].read, configure: configure) { first in
+                    try await TestServer.serve(location: location, searchPath: searchPath, clock: clocks[1].read, configure: configure) { second in
+                        let replicas = [first, second]
                         for (index, body) in bodies.enumerated() {
-                            #expect(try await (index.isMultiple(of: 2) ? first : second).notify(body).status == .ok)
+                            #expect(try await replicas[index % 2].notify(body).status == .ok)
                         }
                         let events = try await first.feed().events
-                        try await waitUntil("every event is delivered (\(receiver.received.count) of \(events.count))") {
-                            receiver.received.count >= events.count
+                        let ids = Set(events.compactMap { $0["id"] as? String })
+                        try await first.waitUntilDeliveries("every event is delivered", state: "delivered") { $0.count == events.count }
+                        // A second delivery would come from the other replica's claim of a row,
+                        // sent by an attempt that ends before that replica claims its sentinel.
+                        for (index, (replica, sentinel)) in zip(replicas, sentinels).enumerated() {
+                            clocks[index].set(milliseconds: start + Int64(index + 1) * 60_000)
+                            #expect(try await replica.notify(sentinel).status == .ok)
+                            let id = try #require(try await replica.feed().events.last?["id"] as? String)
+                            try await waitUntil("replica \(index + 1) sends its sentinel") { receiver.received.contains { $0.eventId == id } }
                         }
-                        try await Task.sleep(for: .milliseconds(300))  // time for a second delivery, were there one
-                        let ids = receiver.received.compactMap(\.eventId)
-                        #expect(ids.count == events.count, "each event once")
-                        #expect(Set(ids) == Set(events.compactMap { $0["id"] as? String }))
+                        let delivered = receiver.received.compactMap(\.eventId).filter { ids.contains($0) }
+                        #expect(delivered.count == events.count, "each event once")
+                        #expect(Set(delivered) == ids)
                     }
                 }
             }
@@ -223,10 +257,12 @@ struct WebhookDeliveryTests {
                 let start = ContinuousClock.now
                 for body in bodies { #expect(try await server.notify(body).status == .ok) }
                 #expect(try await server.get("/v1/events").status == .ok)
-                try await waitUntil("the receiver holds two requests") { receiver.received.count == 2 }
+                try await waitUntil("the receiver holds two requests") { receiver.received.count >= 2 }
                 let elapsed = ContinuousClock.now - start
                 #expect(elapsed < .seconds(60), "the API waited for the receiver: \(elapsed)")
-                try await Task.sleep(for: .milliseconds(300))
+                // A third request would start at a round's claim, with every row written and two
+                // attempts running.
+                try await server.waitForDeliveryRound(pending: "webhook")
                 #expect(receiver.mostInFlight == 2)
                 #expect(receiver.received.count == 2)
             }
@@ -274,9 +310,12 @@ extension TestServer {
     }
 
     /// Polls the deliveries in a state until `condition` holds of them.
+    ///
+    /// - Throws: `CancellationError` after recording an issue naming `what`, at the caller, when
+    ///   `limit` passes.
     func waitUntilDeliveries(
         _ what: String, state: String = "pending", within limit: Duration = .seconds(60),
-        _ condition: ([[String: Any]]) -> Bool
+        sourceLocation: SourceLocation = #_sourceLocation, _ condition: ([[String: Any]]) -> Bool
     ) async throws {
         let deadline = ContinuousClock.now + limit
         var last: [[String: Any]] = []
@@ -285,7 +324,7 @@ extension TestServer {
             if condition(last) { return }
             try await Task.sleep(for: .milliseconds(20))
         }
-        Issue.record("not within \(limit): \(what); \(state): \(last)")
+        Issue.record("not within \(limit): \(what); \(state): \(last)", sourceLocation: sourceLocation)
         throw CancellationError()
     }
 }

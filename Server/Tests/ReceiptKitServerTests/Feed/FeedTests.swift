@@ -158,10 +158,23 @@ struct FeedTests {
             ].map { Timestamp(millisecondsSince1970: $0).iso8601 })
             #expect(events.map { ($0["cause"] as? [String: Any])?["source"] as? String } == ["webhook", "sweep", "sweep", "sweep"])
             #expect(events.map { $0["status"] as? String } == ["active", "grace_period", "billing_retry", "expired"])
-            // Nothing more is due: later sweeps write nothing.
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(try await server.feed().events.count == 6)
+            // Nothing more is due: later sweeps write nothing. A sweep takes the due keys soonest
+            // first, each in a transaction of its own, so once a sweep has written the expiry of
+            // a sentinel due after everything above, it has written whatever else was due too.
+            let sentinel = try Self.expiring(p, id: "8301", purchase: Self.t0 + 100 * day, expires: Self.t0 + 130 * day)
+            #expect(try await server.notify(sentinel).status == .ok)
+            clock.set(milliseconds: Self.t0 + 131 * day)
+            try await server.waitForFeed { $0.contains { $0["original_transaction_id"] as? String == "8301" && $0["type"] as? String == "subscription.expired" } }
+            #expect(try await server.feed().events.filter { $0["original_transaction_id"] as? String != "8301" }.count == 6)
         }
+    }
+
+    /// A first purchase of a subscription whose auto-renewal is off: the sweep writes its expiry at `expires`.
+    static func expiring(_ p: Payloads, id: String, purchase: Int64, expires: Int64) throws -> String {
+        try p.notification(
+            type: "SUBSCRIBED", subtype: "INITIAL_BUY", signed: purchase,
+            transaction: p.transaction(id: id, original: id, purchase: purchase, expires: expires, signed: purchase),
+            renewalInfo: p.renewalInfo(original: id, signed: purchase, autoRenew: false, renewalDate: expires))
     }
 
     @Test("two servers sweeping one database write each time-caused event once", arguments: Backend.available)
@@ -176,18 +189,35 @@ struct FeedTests {
                 transaction: p.transaction(id: id, original: id, purchase: Self.t0, expires: Self.t0 + 30 * day, signed: Self.t0),
                 renewalInfo: p.renewalInfo(original: id, signed: Self.t0, autoRenew: false, renewalDate: Self.t0 + 30 * day))
         }
-        let clock = TestClock(milliseconds: Self.t0 + Self.hour)
+        // A clock each, moved together until the sentinels below.
+        let clocks = [TestClock(milliseconds: Self.t0 + Self.hour), TestClock(milliseconds: Self.t0 + Self.hour)]
         let configure: @Sendable (inout ServerConfiguration) -> Void = { $0.events.sweepInterval = .milliseconds(10) }
         try await backend.withDatabase { location, searchPath in
-            try await TestServer.serve(location: location, searchPath: searchPath, clock: clock.read, configure: configure) { first in
-                try await TestServer.serve(location: location, searchPath: searchPath, clock: clock.read, configure: configure) { second in
+            try await TestServer.serve(location: location, searchPath: searchPath, clock: clocks[0].read, configure: configure) { first in
+                try await TestServer.serve(location: location, searchPath: searchPath, clock: clocks[1].read, configure: configure) { second in
+                    let replicas = [first, second]
                     for (index, body) in bodies.enumerated() {
-                        #expect(try await (index.isMultiple(of: 2) ? first : second).notify(body).status == .ok)
+                        #expect(try await replicas[index % 2].notify(body).status == .ok)
                     }
-                    clock.set(milliseconds: Self.t0 + 31 * day)
+                    for clock in clocks { clock.set(milliseconds: Self.t0 + 31 * day) }
                     try await first.waitForFeed { $0.count >= 2 * count }
-                    try await Task.sleep(for: .milliseconds(200))  // more sweeps on both: nothing twice
-                    let events = try await second.feed().events
+                    // A second event for a key would come from a sweep of the other server that
+                    // took the key too. Each server's sweeps run one after another, taking the due
+                    // keys soonest first: once a server's sweep has written the expiry of a
+                    // sentinel due after everything above, its earlier sweeps have ended. A
+                    // server whose clock is behind a sentinel's expiry does not take it, so each
+                    // sentinel is swept by the server it is meant for.
+                    for (index, replica) in replicas.enumerated() {
+                        let id = String(8400 + index)
+                        let expires = Self.t0 + Int64(40 + 10 * index) * day
+                        #expect(try await replica.notify(try Self.expiring(p, id: id, purchase: Self.t0, expires: expires)).status == .ok)
+                        clocks[index].set(milliseconds: expires + day)
+                        try await replica.waitForFeed {
+                            $0.contains { $0["original_transaction_id"] as? String == id && $0["type"] as? String == "subscription.expired" }
+                        }
+                    }
+                    let ids = Set((0..<count).map { String(8300 + $0) })
+                    let events = try await second.feed().events.filter { ids.contains($0["original_transaction_id"] as? String ?? "") }
                     let expired = events.filter { $0["type"] as? String == "subscription.expired" }
                     #expect(events.count == 2 * count)
                     #expect(Set(expired.compactMap { $0["original_transaction_id"] as? String }).count == count)

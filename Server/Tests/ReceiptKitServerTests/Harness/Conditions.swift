@@ -36,6 +36,62 @@ func waitUntil(
     throw CancellationError()
 }
 
+extension TestServer {
+    /// The value of one sample of `/metrics` (`name{labels}`, as the exposition writes it), if
+    /// the server exposes it.
+    func metric(_ sample: String) async throws -> Double? {
+        let exposition = try await get("/metrics").text
+        for line in exposition.split(separator: "\n") where line.hasPrefix(sample + " ") {
+            return Double(line.dropFirst(sample.count + 1))
+        }
+        return nil
+    }
+
+    /// The backlog gauge `receiptkit_outbox_oldest_pending_seconds` of a destination
+    /// (`webhook`, `forward:HOST:PORT`, `apple`).
+    static func oldestPending(_ destination: String) -> String {
+        #"receiptkit_outbox_oldest_pending_seconds{destination="\#(destination)"}"#
+    }
+
+    /// Waits until the delivery service has begun a round after this call, and so has run
+    /// that round's claim, with the outbox and the clock as they are now.
+    ///
+    /// Each round claims what is due (when it has room), then updates the backlog gauges. With a
+    /// row of `destination` pending and a clock that moves (the wall clock), the gauge of its
+    /// age changes at every update: a value other than the one read here comes from an update
+    /// after this call, and the round of the next change began after that update ended.
+    func waitForDeliveryRound(pending destination: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let sample = Self.oldestPending(destination)
+        var last = try await metric(sample)
+        for change in 1...2 {
+            var value = last
+            try await waitUntil("change \(change) of \(sample) (\(value.map { String($0) } ?? "not exposed"))", sourceLocation: sourceLocation, asking: {
+                value = try await metric(sample)
+                return value != nil && value != last
+            })
+            last = value
+        }
+    }
+
+    /// Waits until the delivery service has updated its backlog gauges at `now` — the instant the
+    /// test's clock was set to, `pendingSince` the oldest pending row of `destination` — and so
+    /// has run, at that instant, the round's claim and (once a poll interval) its pruning before.
+    ///
+    /// A round claims, then updates the gauges, then prunes: the pruning at an earlier instant
+    /// has ended once the gauges show a later one.
+    func waitForDeliveryRound(
+        at now: Int64, pending destination: String, since pendingSince: Int64, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let sample = Self.oldestPending(destination)
+        let expected = Double(now - pendingSince) / 1000
+        var value: Double?
+        try await waitUntil("\(sample) \(expected) (\(value.map { String($0) } ?? "not exposed"))", sourceLocation: sourceLocation, asking: {
+            value = try await metric(sample)
+            return value == expected
+        })
+    }
+}
+
 extension LoopbackConnection {
     /// Whether the server has read at least the first `count` of the `sent` bytes sent on this
     /// connection so far: its end of the connection (local port `serverPort`, remote this end's
