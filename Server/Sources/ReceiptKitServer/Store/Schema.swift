@@ -377,8 +377,9 @@ enum Schema {
         },
         // The overview's chart without a walk down the inputs: notifications stored per UTC day
         // and `notificationType` ('' for none), kept by the transaction that stores each. Filled
-        // from the notifications stored: one pass over `inputs`.
-        Migration(id: "v12-notification-days") { dialect in
+        // with the days the chart shows (``NotificationDaysBackfill``): a month of inputs read,
+        // not the whole history.
+        Migration(id: "v12-notification-days", rows: { NotificationDaysBackfill(at: $0) }) { dialect in
             [
                 """
                 CREATE TABLE notification_days (
@@ -387,13 +388,7 @@ enum Schema {
                     count BIGINT NOT NULL,
                     PRIMARY KEY (day, type)
                 )\(dialect.clusteredOnPrimaryKey)
-                """,
                 """
-                INSERT INTO notification_days (day, type, count)
-                SELECT received_at - received_at % 86400000, COALESCE(\(dialect.jsonText("record", ["notification", "type"])), ''), COUNT(*)
-                FROM inputs WHERE kind = 'notification'
-                GROUP BY received_at - received_at % 86400000, COALESCE(\(dialect.jsonText("record", ["notification", "type"])), '')
-                """,
             ]
         },
     ]
