@@ -6,18 +6,10 @@ import ReceiptKit
 /// last notifications with their verification result, reconciliation's lag, and the outbox's
 /// backlog (webhooks, forwarded notifications, consumption answers).
 struct ConsoleOverview {
-    /// The most subscriptions whose state is evaluated for the counts.
-    static let subscriptionLimit = 5_000
-    /// The most notifications read for the chart.
-    static let notificationLimit = 100_000
     /// How many days the chart covers, today included.
     static let days = 30
     /// How many of the last notifications are listed.
     static let recentCount = 20
-    /// How far out of order two events' receipt times may be against their ids (two replicas'
-    /// clocks, a request that waited): the walk down the events goes this far past the chart's
-    /// start.
-    static let disorder: Int64 = 3_600_000
 
     let environment: RouteEnvironment
 
@@ -28,73 +20,81 @@ struct ConsoleOverview {
             reconciliation: try await reconciliation(now: now), deliveries: try await deliveries(now: now))
     }
 
-    /// `{"total", "counted", "by_status": [{"status", "count"}], "by_product": [{"product_id",
-    /// "total", "by_status"}]}`.
+    /// `{"total", "by_status": [{"status", "count"}], "by_product": [{"product_id", "total",
+    /// "by_status"}], "by_app": [{"bundle_id", "environment", "sandbox", "total", "by_status",
+    /// "by_product"}]}`.
     ///
-    /// Each key's state is evaluated now as `GET /v1/subscriptions/{id}` evaluates it, one key
-    /// after another, for the first ``subscriptionLimit`` keys — exact at this instant, where the
-    /// feed's stored per-key status (`subscriptions.derived_status`) lags time by up to a sweep.
+    /// Every key with a known state, counted by its state now as `GET /v1/subscriptions/{id}`
+    /// evaluates it (``Store/subscriptionCounts(at:)``: the counts the store keeps, and the keys
+    /// whose state time may have changed since, evaluated now); `by_app` per app and environment
+    /// served or stored, each environment but Production marked `sandbox`.
     private func subscriptions(now: Timestamp) async throws -> Answer.Subscriptions {
         let store = environment.store
-        let limit = Self.subscriptionLimit
-        let (keys, total) = try await environment.read { try await store.subscriptionKeys(limit: limit) }
+        let counts = try await environment.read { try await store.subscriptionCounts(at: now) }
+        let configuration = environment.verifier.configuration
+        var pairs = Set(counts.map { Pair(bundleId: $0.bundleId, environment: $0.environment) })
+        for app in configuration.apps {
+            guard let bundleId = app.bundleId else { continue }
+            for served in configuration.environments { pairs.insert(Pair(bundleId: bundleId, environment: served.rawValue)) }
+        }
+        let all = Self.tally(counts)
+        return Answer.Subscriptions(
+            total: all.total, byStatus: all.byStatus, byProduct: all.byProduct,
+            byApp: pairs.sorted().map { pair in
+                let tally = Self.tally(counts.filter { $0.bundleId == pair.bundleId && $0.environment == pair.environment })
+                return Answer.AppCounts(
+                    bundleId: pair.bundleId, environment: pair.environment, sandbox: pair.environment != AppStoreEnvironment.production.rawValue,
+                    total: tally.total, byStatus: tally.byStatus, byProduct: tally.byProduct)
+            })
+    }
+
+    /// An app and environment; Production first among an app's.
+    private struct Pair: Hashable, Comparable {
+        var bundleId: String
+        var environment: String
+
+        static func < (lhs: Pair, rhs: Pair) -> Bool {
+            (lhs.bundleId, lhs.rank, lhs.environment) < (rhs.bundleId, rhs.rank, rhs.environment)
+        }
+
+        private var rank: Int { environment == AppStoreEnvironment.production.rawValue ? 0 : 1 }
+    }
+
+    /// Counts summed by status and by product.
+    private static func tally(_ counts: [SubscriptionCount]) -> (total: Int, byStatus: [Answer.StatusCount], byProduct: [Answer.ProductCounts]) {
         var byStatus: [SubscriptionStatus: Int] = [:]
         var byProduct: [String: [SubscriptionStatus: Int]] = [:]
-        var counted = 0
-        for key in keys {
-            guard let state = try await environment.read({ try await store.state(of: key, at: now) }) else { continue }
-            counted += 1
-            byStatus[state.status, default: 0] += 1
-            byProduct[state.productId ?? "", default: [:]][state.status, default: 0] += 1
+        for count in counts {
+            byStatus[count.status, default: 0] += count.count
+            byProduct[count.productId ?? "", default: [:]][count.status, default: 0] += count.count
         }
-        return Answer.Subscriptions(
-            total: total, counted: counted, complete: keys.count == total, byStatus: Self.statusCounts(byStatus),
-            byProduct: byProduct.sorted { $0.key < $1.key }.map { product, counts in
-                Answer.ProductCounts(productId: product, total: counts.values.reduce(0, +), byStatus: Self.statusCounts(counts))
-            })
+        return (
+            byStatus.values.reduce(0, +), statusCounts(byStatus),
+            byProduct.sorted { $0.key < $1.key }.map { product, counts in
+                Answer.ProductCounts(productId: product, total: counts.values.reduce(0, +), byStatus: statusCounts(counts))
+            }
+        )
     }
 
     private static func statusCounts(_ counts: [SubscriptionStatus: Int]) -> [Answer.StatusCount] {
         SubscriptionStatus.allCases.map { Answer.StatusCount(status: $0.rawValue, count: counts[$0] ?? 0) }
     }
 
-    /// `{"since", "complete", "counted_from", "days": [{"day", "total", "by_type"}], "recent",
-    /// "rejected"}`.
+    /// `{"since", "days": [{"day", "total", "by_type"}], "recent", "rejected"}`.
     ///
-    /// The chart's notifications are read newest first down the events' primary key, in pages,
-    /// until one received ``disorder`` before the chart's first day (or ``notificationLimit`` of
-    /// them: `complete` is then false and `counted_from` says from when the days are whole).
+    /// The chart reads the notifications stored per day and type (``Store/notificationDays(from:)``),
+    /// counted as each was stored: one row per day and type, whatever the number of notifications.
     private func notifications(now: Timestamp) async throws -> Answer.Notifications {
         let store = environment.store
-        let today = now.millisecondsSince1970 - Self.positiveModulo(now.millisecondsSince1970, Self.day)
-        let since = today - Int64(Self.days - 1) * Self.day
+        let today = CountStatements.day(of: now.millisecondsSince1970)
+        let since = today - Int64(Self.days - 1) * CountStatements.millisecondsPerDay
+        let stored = try await environment.read { try await store.notificationDays(from: since) }
         var perDay: [Int64: [String: Int]] = [:]
-        var read = 0
-        var oldest: Int64?
-        var before = Int64.max
-        var complete = false
-        while read < Self.notificationLimit {
-            let (cursor, pageSize) = (before, min(5_000, Self.notificationLimit - read))
-            let page = try await environment.read { try await store.notificationTypes(before: cursor, limit: pageSize) }
-            for sighting in page where sighting.receivedAt >= since {
-                let day = sighting.receivedAt - Self.positiveModulo(sighting.receivedAt, Self.day)
-                perDay[day, default: [:]][sighting.type ?? "", default: 0] += 1
-            }
-            read += page.count
-            if let last = page.last {
-                before = last.id
-                oldest = min(oldest ?? last.receivedAt, last.receivedAt)
-            }
-            if page.count < pageSize || (oldest ?? .max) < since - Self.disorder {
-                complete = true
-                break
-            }
-        }
+        for row in stored { perDay[row.day, default: [:]][row.type ?? "", default: 0] += row.count }
         return Answer.Notifications(
-            since: Timestamp(millisecondsSince1970: since).iso8601, complete: complete,
-            countedFrom: complete ? nil : oldest.map { Timestamp(millisecondsSince1970: $0).iso8601 },
+            since: Timestamp(millisecondsSince1970: since).iso8601,
             days: (0..<Self.days).map { index in
-                let day = since + Int64(index) * Self.day
+                let day = since + Int64(index) * CountStatements.millisecondsPerDay
                 let types = perDay[day] ?? [:]
                 return Answer.Day(
                     day: String(Timestamp(millisecondsSince1970: day).iso8601.prefix(10)), total: types.values.reduce(0, +),
@@ -179,13 +179,6 @@ struct ConsoleOverview {
         components.password = nil
         return components.string ?? target
     }
-
-    private static let day: Int64 = 86_400_000
-
-    private static func positiveModulo(_ value: Int64, _ divisor: Int64) -> Int64 {
-        let remainder = value % divisor
-        return remainder < 0 ? remainder + divisor : remainder
-    }
 }
 
 extension ConsoleOverview {
@@ -199,8 +192,17 @@ extension ConsoleOverview {
 
         struct Subscriptions: Encodable {
             let total: Int
-            let counted: Int
-            let complete: Bool
+            let byStatus: [StatusCount]
+            let byProduct: [ProductCounts]
+            let byApp: [AppCounts]
+        }
+
+        /// One app and environment's counts; `sandbox` for every environment but Production.
+        struct AppCounts: Encodable {
+            let bundleId: String
+            let environment: String
+            let sandbox: Bool
+            let total: Int
             let byStatus: [StatusCount]
             let byProduct: [ProductCounts]
         }
@@ -218,8 +220,6 @@ extension ConsoleOverview {
 
         struct Notifications: Encodable {
             let since: String
-            let complete: Bool
-            let countedFrom: String?
             let days: [Day]
             let recent: [Recent]
             let rejected: Rejected

@@ -30,6 +30,9 @@ import ReceiptKit
 ///   answers — until it is accepted or its time runs out (``OutboxStatements``).
 /// - `consumption_requests`, `consumption_consents` (from v8): Apple's consumption requests with
 ///   their deadline and answer, and the customers who consented (``ConsumptionStatements``).
+/// - `subscription_counts`, `notification_days` (from v12): how many keys have each derived
+///   status and product per app and environment, and the notifications stored per day and type:
+///   the overview's figures, kept in the transactions that change them (``CountStatements``).
 enum Schema {
     static let migrations: [Migration] = [
         Migration(id: "v1-events-subscriptions-customers") { dialect in
@@ -344,6 +347,46 @@ enum Schema {
                     position BIGINT,
                     lease_owner TEXT,
                     PRIMARY KEY (bundle_id, environment)
+                )\(dialect.clusteredOnPrimaryKey)
+                """
+            ]
+        },
+        // The overview's counts, complete at any size (``CountStatements``): how many keys have
+        // each derived status and product, per app and environment, kept by the transaction that
+        // moves a key's derived state. Filled from the derived states stored: one pass over
+        // `subscriptions` (seconds at a million keys).
+        Migration(id: "v12-subscription-counts") { dialect in
+            [
+                """
+                CREATE TABLE subscription_counts (
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    product_id TEXT NOT NULL,
+                    count BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, environment, status, product_id)
+                )\(dialect.clusteredOnPrimaryKey)
+                """,
+                """
+                INSERT INTO subscription_counts (bundle_id, environment, status, product_id, count)
+                SELECT bundle_id, environment, derived_status, COALESCE(derived_product_id, ''), COUNT(*) FROM subscriptions
+                WHERE derived_status IS NOT NULL
+                GROUP BY bundle_id, environment, derived_status, COALESCE(derived_product_id, '')
+                """,
+            ]
+        },
+        // The overview's chart without a walk down the inputs: notifications stored per UTC day
+        // and `notificationType` ('' for none), kept by the transaction that stores each. Filled
+        // with the days the chart shows (``NotificationDaysBackfill``): a month of inputs read,
+        // not the whole history.
+        Migration(id: "v12-notification-days", rows: { NotificationDaysBackfill(at: $0) }) { dialect in
+            [
+                """
+                CREATE TABLE notification_days (
+                    day BIGINT NOT NULL,
+                    type TEXT NOT NULL,
+                    count BIGINT NOT NULL,
+                    PRIMARY KEY (day, type)
                 )\(dialect.clusteredOnPrimaryKey)
                 """
             ]

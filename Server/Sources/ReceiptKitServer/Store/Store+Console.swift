@@ -2,18 +2,26 @@ package import ReceiptKit
 
 /// What the operator's console reads besides states.
 extension Store {
-    /// The first `limit` keys (in the order of their original transaction id), and how many keys
-    /// there are.
-    package func subscriptionKeys(limit: Int) async throws -> (keys: [SubscriptionKey], total: Int) {
-        let total = try await backend.first(ConsoleStatements.subscriptionCount) ?? 0
-        let keys = try await backend.rows(ConsoleStatements.firstKeys, [.integer(Int64(limit))]).sorted()
-        return (keys, Int(total))
+    /// How many keys have each status and product at `instant`, per app and environment: every
+    /// key with a known state counted, exactly, in one snapshot (``OverviewCounting``), at a cost
+    /// that follows the groups and the keys due by then, not the number of keys.
+    package func subscriptionCounts(at instant: Timestamp) async throws -> [SubscriptionCount] {
+        try await backend.read(OverviewCounting(at: instant)).compactMap { count in
+            SubscriptionStatus(rawValue: count.status).map { status in
+                SubscriptionCount(
+                    bundleId: count.bundleId, environment: count.environment, status: status,
+                    productId: count.productId.isEmpty ? nil : count.productId, count: Int(count.count))
+            }
+        }
     }
 
-    /// Up to `limit` stored notifications with an input id below `id`, newest first, with their
-    /// type.
-    package func notificationTypes(before id: Int64, limit: Int) async throws -> [NotificationSighting] {
-        try await backend.rows(ConsoleStatements.notificationTypes, [.integer(id), .integer(Int64(limit))])
+    /// The notifications stored per UTC day and `notificationType` from the day that starts at
+    /// `day` (milliseconds since 1970) on, oldest first: a read of the days' counts, not of the
+    /// notifications.
+    package func notificationDays(from day: Int64) async throws -> [NotificationDay] {
+        try await backend.rows(CountStatements.notificationDays, [.integer(day)]).map { row in
+            NotificationDay(day: row.day, type: row.type.isEmpty ? nil : row.type, count: Int(row.count))
+        }
     }
 
     /// The last `limit` notifications stored, newest first.
@@ -27,12 +35,21 @@ extension Store {
     }
 }
 
-/// A stored notification's id, time of receipt and `notificationType`.
-package struct NotificationSighting: Sendable, Hashable {
-    /// The input's row id.
-    package var id: Int64
-    /// When the server received it, in milliseconds since 1970.
-    package var receivedAt: Int64
-    /// Apple's `notificationType`, or `nil` when the record has none.
+/// How many keys of an app and environment have a status and product.
+package struct SubscriptionCount: Sendable, Hashable {
+    package var bundleId: String
+    package var environment: String
+    package var status: SubscriptionStatus
+    /// The current transaction's product, `nil` when its record names none.
+    package var productId: String?
+    package var count: Int
+}
+
+/// How many notifications of a type were stored on a UTC day.
+package struct NotificationDay: Sendable, Hashable {
+    /// The day's first instant, in milliseconds since 1970.
+    package var day: Int64
+    /// Apple's `notificationType`, `nil` when the record has none.
     package var type: String?
+    package var count: Int
 }

@@ -1,4 +1,5 @@
-// The overview (#/, from GET /v1/overview): subscriptions by status and by product, notifications
+// The overview (#/, from GET /v1/overview): subscriptions by status, by product and by app and
+// environment (each but Production marked Sandbox), notifications
 // per day by type, the last notifications and those refused, reconciliation with Apple, and what
 // waits in the outbox, with sending the failed ones again for an admin token.
 
@@ -24,6 +25,13 @@ export async function renderOverview(_, { api, access, redrawOnResize }) {
     el('tbody', {}, subscriptions.by_product.map((product) => el('tr', {},
       el('td', { class: 'mono' }, product.product_id || '—'), el('td', {}, product.total),
       product.by_status.map((item) => el('td', {}, item.count)))))));
+  const apps = el('div', { class: 'scroll' }, el('table', { class: 'apps' },
+    el('thead', {}, el('tr', {}, el('th', {}, 'App'), el('th', {}, 'Environment'), el('th', {}, 'Total'),
+      STATUSES.map((status) => el('th', {}, statusWords(status))))),
+    el('tbody', {}, subscriptions.by_app.map((app) => el('tr', { 'data-environment': app.environment },
+      el('td', { class: 'mono' }, app.bundle_id),
+      el('td', {}, app.environment, app.sandbox ? el('span', { class: 'badge sandbox' }, 'Sandbox') : null),
+      el('td', {}, app.total), app.by_status.map((item) => el('td', {}, item.count)))))));
   const notifications = data.notifications;
   const chart = el('div', { class: 'chart' });
   const legend = el('ul', { class: 'legend' });
@@ -44,11 +52,10 @@ export async function renderOverview(_, { api, access, redrawOnResize }) {
   return el('div', {},
     el('h1', {}, 'Overview'), el('p', { class: 'muted' }, 'As of ' + when(data.as_of)),
     el('section', { class: 'card' }, el('h2', {}, 'Subscriptions by status'), counts,
-      subscriptions.complete ? null : el('p', { class: 'muted' },
-        'Counted the first ' + subscriptions.counted + ' of ' + subscriptions.total + ' subscriptions.'),
+      el('p', { class: 'muted' }, subscriptions.total + ' subscriptions, each counted by its state now.'),
+      el('h3', {}, 'By app and environment'), apps,
       el('h3', {}, 'By product'), products),
-    el('section', { class: 'card' }, el('h2', {}, 'Notifications received per day, last 30 days'), chart, legend,
-      notifications.complete ? null : el('p', { class: 'muted' }, 'Counted from ' + when(notifications.counted_from) + ' only.')),
+    el('section', { class: 'card' }, el('h2', {}, 'Notifications received per day, last 30 days'), chart, legend),
     el('div', { class: 'grid' },
       el('section', { class: 'card' }, el('h2', {}, 'Last notifications'), recent,
         el('p', { class: 'muted' }, 'Refused notifications are never stored: this server process refused ' + rejected.total +

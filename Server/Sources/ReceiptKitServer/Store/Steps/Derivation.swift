@@ -3,9 +3,11 @@ import ReceiptKit
 /// The feed's rows for an input, or for the passing of time, in the transaction that stores it:
 /// each key evaluated at the instant (``Evaluation``, a few rows whatever its history), the feed's
 /// rules applied (``FeedDerivation``); then, only when there are events, the customers of their
-/// keys read and their ids drawn (``FeedStatements``: last, so that transactions writing events
-/// are serialized for their last statements only); then the events, their outbox rows
-/// (``OutboxTargets``), each key's derived record and the consumption request written.
+/// keys read; then, when there are events or a key's derived status or product moved, the feed's
+/// ids drawn (``FeedStatements``: last, so that transactions writing events are serialized for
+/// their last statements only); then the events, their outbox rows (``OutboxTargets``), each
+/// key's derived record, the consumption request and the overview's counts
+/// (``CountStatements``) written.
 struct Derivation: RowSteps, Sendable {
     /// What the derivation writes, and what it tells the server after the commit.
     struct Result: Sendable {
@@ -33,6 +35,8 @@ struct Derivation: RowSteps, Sendable {
     private var result = Result()
     private var customers: [SubscriptionKey: [String]] = [:]
     private var keysWithEvents: [SubscriptionKey] = []
+    /// How the keys' derived states move the overview's counts.
+    private var counts: [CountStatements.Delta: Int64] = [:]
 
     private enum Phase {
         case evaluating(Int, Evaluation?)
@@ -80,7 +84,7 @@ struct Derivation: RowSteps, Sendable {
                 case .done(let state):
                     apply(FeedDerivation.change(
                         of: keys[index], state: state, stored: evaluation.head.derived, lastKnownFrom: evaluation.head.lastKnownFrom,
-                        at: instant, cause: cause, consumption: consumption), to: keys[index])
+                        at: instant, cause: cause, consumption: consumption), to: keys[index], stored: evaluation.head.derived)
                     phase = .evaluating(index + 1, nil)
                 }
             case .customers(let index):
@@ -88,7 +92,8 @@ struct Derivation: RowSteps, Sendable {
                     customers[keysWithEvents[index - 1]] = try LedgerStatements.customersOfKey.decode(rows).sorted()
                 }
                 guard index < keysWithEvents.count else {
-                    guard !events.isEmpty else { return .done(finish()) }
+                    // A count moves only after the feed's counter is held (see ``CountStatements``).
+                    guard !events.isEmpty || counts.values.contains(where: { $0 != 0 }) else { return .done(finish()) }
                     phase = .ids
                     return .fetch(FeedStatements.drawIds.fetch([.integer(Int64(events.count))]))
                 }
@@ -114,8 +119,8 @@ struct Derivation: RowSteps, Sendable {
     }
 
     /// Takes one key's change: its consumption request and derived record are written now, its
-    /// events once their ids are drawn.
-    private mutating func apply(_ change: FeedDerivation.KeyChange, to key: SubscriptionKey) {
+    /// events once their ids are drawn, the counts it moves (from `stored`) at the end.
+    private mutating func apply(_ change: FeedDerivation.KeyChange, to key: SubscriptionKey, stored: DerivedRecord) {
         events += change.events
         if let request = change.consumptionRequest {
             result.writes.append(ConsumptionStatements.requestWrite(request))
@@ -123,11 +128,13 @@ struct Derivation: RowSteps, Sendable {
         if let next = change.nextChangeAt { result.nextChangeAt[key] = next }
         if let derived = change.derived {
             result.writes.append(FeedStatements.derivedWrite(key, derived, at: instant.millisecondsSince1970))
+            counts.merge(CountStatements.deltas(of: key, from: stored.state, to: derived.state), uniquingKeysWith: +)
         }
     }
 
-    /// The result with the input's forwards.
+    /// The result with the input's forwards and the counts moved.
     private mutating func finish() -> Result {
+        result.writes += CountStatements.countWrites(counts)
         if let forward {
             for row in targets.forwardRows(forward, keys: keys, at: recordedAt) {
                 result.writes.append(OutboxStatements.write(row))

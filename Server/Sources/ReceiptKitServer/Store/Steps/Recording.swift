@@ -10,7 +10,8 @@ import ReceiptKit
 /// 3. A new input is listed under each key it touches, each key's row made sure of and (on
 ///    PostgreSQL) locked in key order, and its ledger copies folded in (``Folding``).
 /// 4. Its customers are linked, new input or replay.
-/// 5. For a new input, the feed's events, outbox rows and derived records (``Derivation``).
+/// 5. For a new input, the feed's events, outbox rows and derived records (``Derivation``), and
+///    the overview's counts (``CountStatements``).
 struct Recording: RowSteps, Sendable {
     /// What recording did: whether the input was new, what it wrote to the feed, and the JWS
     /// headers it looked up or stored that the directory did not know (remembered once the
@@ -191,7 +192,10 @@ struct Recording: RowSteps, Sendable {
                 case .done(let derived):
                     result.commit = derived.commit
                     phase = .finished
-                    return .write(derived.writes)
+                    // The notification counted last (see ``CountStatements``).
+                    let counted = input.kind == "notification"
+                        ? [CountStatements.notificationWrite(type: input.cause.notificationType, receivedAt: input.receivedAt)] : []
+                    return .write(derived.writes + counted)
                 }
 
             case .finished:

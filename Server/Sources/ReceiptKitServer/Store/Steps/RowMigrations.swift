@@ -105,3 +105,57 @@ struct Baselines: RowSteps, Sendable {
         }
     }
 }
+
+/// Migration `v12-notification-days`'s rows: the notifications the chart shows — received in the
+/// 31 UTC days up to the migration's instant — counted per day and type. They are read newest
+/// first down the inputs' primary key, a page at a time, until one received an hour before the
+/// first day (receipt times may run out of order with ids by that much): the cost follows a
+/// month of inputs, not the whole history.
+struct NotificationDaysBackfill: RowSteps, Sendable {
+    /// How many days back the counts start: the chart's 30 and today.
+    static let days: Int64 = 31
+    /// How far out of order receipt times may be against ids.
+    static let disorder: Int64 = 3_600_000
+    static let pageSize: Int64 = 5_000
+
+    /// A page of notifications below an id, newest first, with their type.
+    static let notifications = Query { dialect in
+        """
+        SELECT id, received_at, \(dialect.jsonText("record", ["notification", "type"])) FROM inputs
+        WHERE kind = 'notification' AND id < ? ORDER BY id DESC LIMIT ?
+        """
+    } row: { (id: Int64, receivedAt: Int64, type: String?) in (id: id, receivedAt: receivedAt, type: type) }
+
+    static let insert = StoreStatement("INSERT INTO notification_days (day, type, count) VALUES (?, ?, ?)")
+
+    let since: Int64
+    private var before = Int64.max
+    private var started = false
+    private var counts: [Int64: [String: Int64]] = [:]
+
+    init(at instant: Timestamp) {
+        since = CountStatements.day(of: instant.millisecondsSince1970) - (Self.days - 1) * CountStatements.millisecondsPerDay
+    }
+
+    mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<Void> {
+        if started {
+            let page = try Self.notifications.decode(rows)
+            for notification in page where notification.receivedAt >= since {
+                counts[CountStatements.day(of: notification.receivedAt), default: [:]][notification.type ?? "", default: 0] += 1
+            }
+            let oldest = page.map(\.receivedAt).min() ?? .min
+            if let last = page.last, Int64(page.count) == Self.pageSize, oldest >= since - Self.disorder {
+                before = last.id
+            } else {
+                guard !counts.isEmpty else { return .done(()) }
+                let writes = counts.sorted { $0.key < $1.key }.flatMap { day, types in
+                    types.sorted { $0.key < $1.key }.map { StoreWrite(Self.insert, [.integer(day), .text($0.key), .integer($0.value)]) }
+                }
+                counts = [:]
+                return .write(writes)
+            }
+        }
+        started = true
+        return .fetch(Self.notifications.fetch([.integer(before), .integer(Self.pageSize)]))
+    }
+}

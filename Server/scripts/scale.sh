@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# receiptkit-server with a real customer base: seeds SUBSCRIBERS subscriptions (default 1,000,000)
+# and measures what serving them needs, on SQLite or (RECEIPTKIT_DATABASE_URL=postgres://…, an
+# empty database) on PostgreSQL.
+#
+#  1. The server migrates the empty database; scale_seed.py's SQL then fills it in one transaction,
+#     in the database: three apps, Production and Sandbox, a mix of states and 1 to 4 periods of
+#     history per key, each transaction's notification, input link and feed event, customers.
+#  2. Migration v12 is timed on the seeded database: its tables dropped and its record removed,
+#     the server started, the time until /readyz answers 200 (it serves nothing before).
+#  3. A sample of 500 keys: each status the server evaluates (GET /v1/subscriptions/{id}, ReceiptKit
+#     over the stored copies) equals the derived state seeded; the overview's counts equal the
+#     seeded states counted by SQL.
+#  4. Measured (the release server unpinned, the machine shared): the overview; reads at 4
+#     connections (wrk, random keys): subscription, customer entitlements; search by transaction
+#     id, original transaction id and customer id; a feed page of 500 at the start, the middle and
+#     the end; a sweep pass over 10,000 keys made due; genuine notifications (scale_notifications.py,
+#     signed under the test PKI) ingested at 4 and 128 connections, per server CPU-second and as a
+#     ratio of OpenSSL's single-core ECDSA P-256 verify rate ÷ 3 (a notification carries three
+#     signatures); the database's size on disk per subscription; the server's peak memory.
+#  It prints a table and exits non-zero when a target is missed.
+#
+# Not part of `swift test`. Needs wrk, sqlite3 or psql, python3 with python3-cryptography.
+# Usage: Server/scripts/scale.sh [SUBSCRIBERS]
+# Environment: RECEIPTKIT_DATABASE_URL (PostgreSQL, or sqlite:PATH), SECONDS_PER_RUN (default 10),
+# BUILD (default release), SEEDED_SECONDS (the database at RECEIPTKIT_DATABASE_URL was seeded by
+# scale_seed.py with SUBSCRIBERS keys before, in that many seconds: measure it again),
+# MIGRATION_MS (migration v12 was timed on it before: skip it).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+N="${1:-1000000}"
+SECONDS_PER_RUN="${SECONDS_PER_RUN:-10}"
+BUILD="${BUILD:-release}"
+WORK="$(mktemp -d /tmp/receiptkit-scale.XXXXXX)"
+SERVER_PID=""
+cleanup() { if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi; rm -rf "$WORK"; }
+trap cleanup EXIT
+command -v wrk >/dev/null || { echo "scale.sh: needs wrk (apt-get install wrk)" >&2; exit 1; }
+python3 -c 'import cryptography' 2>/dev/null || { echo "scale.sh: needs python3-cryptography" >&2; exit 1; }
+
+URL="${RECEIPTKIT_DATABASE_URL:-sqlite:$WORK/store.sqlite}"
+case "$URL" in
+    postgres*) DIALECT=postgres; command -v psql >/dev/null || { echo "scale.sh: needs psql" >&2; exit 1; }
+        PSQL_URL="${URL%%\?*}"
+        query() { psql "$PSQL_URL" -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; }
+        run_file() { psql "$PSQL_URL" -X -q -t -A -v ON_ERROR_STOP=1 -f "$1" > /dev/null; } ;;
+    sqlite:*) DIALECT=sqlite; command -v sqlite3 >/dev/null || { echo "scale.sh: needs sqlite3" >&2; exit 1; }
+        DB="${URL#sqlite:}"
+        query() { sqlite3 -bail "$DB" "$1"; }
+        run_file() { sqlite3 -bail "$DB" < "$1" > /dev/null; } ;;
+    *) echo "scale.sh: RECEIPTKIT_DATABASE_URL must be sqlite:PATH or postgres://…" >&2; exit 1 ;;
+esac
+
+(cd Server && swift build -c "$BUILD" --product receiptkit-server)
+SERVER="$(cd Server && swift build -c "$BUILD" --show-bin-path)/receiptkit-server"
+TOKEN=scale-benchmark-token-0123456789
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+BASE="http://127.0.0.1:$PORT"
+start_server() {
+    RECEIPTKIT_APPS="com.receiptkit.example:1234567890,com.receiptkit.second:1234567891,com.receiptkit.third:1234567892" \
+    RECEIPTKIT_ENVIRONMENTS=Production,Sandbox RECEIPTKIT_ROOT_FILE=TestVectors/pki/root.der RECEIPTKIT_DATABASE_URL="$URL" \
+    RECEIPTKIT_API_TOKEN=$TOKEN RECEIPTKIT_SWEEP_INTERVAL="${1:-60}" PORT=$PORT LOG_LEVEL=warning "$SERVER" >> "$WORK/server.log" 2>&1 &
+    SERVER_PID=$!
+    until curl -sf "$BASE/readyz" >/dev/null; do
+        kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log"; echo "scale.sh: the server stopped" >&2; exit 1; }
+        sleep 0.05
+    done
+}
+stop_server() { kill "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=""; }
+now_ms() { date +%s%3N; }
+get() { curl -sf -H "Authorization: Bearer $TOKEN" "$BASE$1"; }
+# The seconds one GET takes, best and worst of REPEAT.
+timed() { local path=$1 repeat=${2:-5} out=()
+    for _ in $(seq "$repeat"); do out+=("$(curl -sf -o /dev/null -w '%{time_total}' -H "Authorization: Bearer $TOKEN" "$BASE$path")"); done
+    printf '%s\n' "${out[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f %.1f", a[1]*1000, a[NR]*1000}'; }
+
+# The genuine notifications ingested later, signed now (new subscriptions of the first app).
+python3 Server/scripts/scale_notifications.py TestVectors/pki "$WORK/fresh.jsonl" 30000 9100000000000000 \
+    com.receiptkit.example 1234567890 "$(now_ms)"
+
+if [ -z "${SEEDED_SECONDS:-}" ]; then
+    start_server; stop_server
+    SEED_START=$(now_ms)
+    python3 Server/scripts/scale_seed.py "$DIALECT" "$N" "$SEED_START" > "$WORK/seed.sql"
+    run_file "$WORK/seed.sql"
+    SEED_S=$(( ($(now_ms) - SEED_START) / 1000 ))
+    echo "seeded $N subscriptions in $SEED_S s"
+else
+    # A database scale_seed.py seeded before (SEEDED_SECONDS: how long it took), measured again.
+    SEED_S=$SEEDED_SECONDS
+fi
+
+# Migration v12 over the seeded database, through the server's own migration.
+if [ "$DIALECT" = sqlite ]; then MIGRATIONS="DELETE FROM grdb_migrations WHERE identifier LIKE 'v12-%'"
+else MIGRATIONS="DELETE FROM receiptkit_migrations WHERE id LIKE 'v12-%'"; fi
+if [ -z "${MIGRATION_MS:-}" ]; then
+    query "DROP TABLE IF EXISTS subscription_counts; DROP TABLE IF EXISTS notification_days; $MIGRATIONS;" > /dev/null
+    MIGRATE_START=$(now_ms); start_server 3600; MIGRATE_MS=$(( $(now_ms) - MIGRATE_START ))
+    stop_server
+else
+    # Measured on this database before (MIGRATION_MS): not again.
+    MIGRATE_MS=$MIGRATION_MS
+fi
+START_START=$(now_ms); start_server 3600; START_MS=$(( $(now_ms) - START_START ))
+echo "migration v12 and start: $MIGRATE_MS ms (a start without it: $START_MS ms)"
+# The sweep at start moves the keys time changed since the seed (a database seeded earlier).
+until [ "$(query "SELECT COUNT(*) FROM subscriptions WHERE next_change_at <= $(now_ms)")" = 0 ]; do sleep 1; done
+
+# The sample: the server's evaluation of 500 keys equals the seeded derived state.
+SAMPLE=$(query "SELECT original_transaction_id || ' ' || bundle_id || ' ' || environment || ' ' || derived_status FROM subscriptions ORDER BY original_transaction_id DESC LIMIT 500 OFFSET $(( N / 3 ))")
+MISMATCHES=0
+while read -r id bundle environment status; do
+    answered=$(get "/v1/subscriptions/$id?bundle_id=$bundle&environment=$environment" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')
+    [ "$answered" = "$status" ] || { MISMATCHES=$((MISMATCHES + 1)); echo "key $id: seeded $status, the server evaluates $answered" >&2; }
+done <<< "$SAMPLE"
+SEEDED_COUNTS=$(query "SELECT derived_status || ' ' || CAST(COUNT(*) AS TEXT) FROM subscriptions GROUP BY derived_status ORDER BY derived_status")
+OVERVIEW_COUNTS=$(get /v1/overview | python3 -c 'import json,sys
+s = json.load(sys.stdin)["subscriptions"]
+print("\n".join(sorted(i["status"] + " " + str(i["count"]) for i in s["by_status"] if i["count"])))')
+[ "$SEEDED_COUNTS" = "$OVERVIEW_COUNTS" ] || { echo "the overview counts $OVERVIEW_COUNTS, the seeded states $SEEDED_COUNTS" >&2; MISMATCHES=$((MISMATCHES + 1)); }
+echo "sample: $MISMATCHES mismatches in 500 keys and the overview's counts"
+
+# Latencies.
+read -r OVERVIEW_BEST OVERVIEW_WORST <<< "$(timed /v1/overview 10)"
+cat > "$WORK/reads.lua" <<LUA
+local n, kind, token = $N, os.getenv("KIND"), "$TOKEN"
+local apps = {"com.receiptkit.example", "com.receiptkit.second", "com.receiptkit.third"}
+math.randomseed(os.time())
+request = function()
+  local k = math.random(0, n - 1)
+  local environment = (math.floor(k / 3) % 10 == 0) and "Sandbox" or "Production"
+  local path
+  if kind == "subscription" then
+    path = string.format("/v1/subscriptions/%d?bundle_id=%s&environment=%s", 5000000000000000 + k * 8, apps[k % 3 + 1], environment)
+  elseif kind == "entitlements" then
+    k = k - k % 20 + math.random(0, 16)
+    if k >= n then k = k % 17 end
+    path = string.format("/v1/customers/00000000-0000-4000-8000-%012d/entitlements", k)
+  elseif kind == "search-transaction" then
+    path = string.format("/v1/search?q=%d", 5000000000000000 + k * 8 + 1 - ((k * 69069 + 5) % 4 == 0 and 1 or 0))
+  elseif kind == "search-original" then
+    path = string.format("/v1/search?q=%d", 5000000000000000 + k * 8)
+  else
+    k = k - k % 20 + math.random(0, 16)
+    if k >= n then k = k % 17 end
+    path = string.format("/v1/search?q=00000000-0000-4000-8000-%012d", k)
+  end
+  return wrk.format("GET", path, {["Authorization"] = "Bearer " .. token})
+end
+LUA
+# wrk's percentile in ms.
+percentile() { awk -v p="$2" '$1 == p { v = $2; if (v ~ /us$/) { sub(/us/, "", v); v /= 1000 } else if (v ~ /ms$/) { sub(/ms/, "", v) } else if (v ~ /s$/) { sub(/s/, "", v); v *= 1000 } printf "%.2f", v }' "$1"; }
+declare -A P50 P99 RATE
+for kind in subscription entitlements search-transaction search-original search-customer; do
+    KIND=$kind wrk -t1 -c4 -d"${SECONDS_PER_RUN}s" --latency -s "$WORK/reads.lua" "$BASE" > "$WORK/$kind.txt"
+    grep -q "Non-2xx" "$WORK/$kind.txt" && { cat "$WORK/$kind.txt"; echo "scale.sh: $kind answered errors" >&2; exit 1; }
+    P50[$kind]=$(percentile "$WORK/$kind.txt" 50%); P99[$kind]=$(percentile "$WORK/$kind.txt" 99%)
+    RATE[$kind]=$(awk '/Requests\/sec/ {printf "%d", $2}' "$WORK/$kind.txt")
+    echo "$kind, 4 connections: ${RATE[$kind]}/s, p50 ${P50[$kind]} ms, p99 ${P99[$kind]} ms"
+done
+LAST_EVENT=$(query "SELECT MAX(id) FROM change_events")
+read -r FEED_START_BEST FEED_START <<< "$(timed "/v1/events?after=0&limit=500")"
+read -r FEED_MIDDLE_BEST FEED_MIDDLE <<< "$(timed "/v1/events?after=$(( LAST_EVENT / 2 ))&limit=500")"
+read -r FEED_END_BEST FEED_END <<< "$(timed "/v1/events?after=$(( LAST_EVENT - 500 ))&limit=500")"
+
+# A sweep pass over 10,000 keys made due (their state unchanged: the pass evaluates each).
+stop_server
+query "UPDATE subscriptions SET next_change_at = 1 WHERE original_transaction_id IN (SELECT original_transaction_id FROM subscriptions WHERE derived_status = 'active' AND next_change_at IS NOT NULL ORDER BY original_transaction_id LIMIT 10000)" > /dev/null
+SWEEP_START=$(now_ms); start_server 1
+until [ "$(query "SELECT COUNT(*) FROM subscriptions WHERE next_change_at = 1")" = 0 ]; do sleep 0.2; done
+SWEEP_MS=$(( $(now_ms) - SWEEP_START - START_MS ))
+read -r OVERVIEW_AFTER_BEST OVERVIEW_AFTER <<< "$(timed /v1/overview 5)"
+
+# Ingest: genuine notifications of new subscriptions, 10^6 keys present.
+OPENSSL_VERIFY=$(openssl speed -seconds 3 ecdsap256 2>/dev/null | awk '/256 bits ecdsa \(nistp256\)/ {print $NF}')
+cat > "$WORK/post.lua" <<'LUA'
+local bodies = {}
+for line in io.lines(os.getenv("BODIES")) do bodies[#bodies + 1] = line end
+local counter = tonumber(os.getenv("FIRST") or "0")
+request = function()
+  counter = counter + 1
+  return wrk.format("POST", "/appstore/notifications", {["Content-Type"] = "application/json"}, bodies[(counter - 1) % #bodies + 1])
+end
+LUA
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
+NEXT=0
+declare -A INGEST INGEST_CPU INGEST_P99
+for connections in 4 128; do
+    before=$(cpu_ticks)
+    BODIES="$WORK/fresh.jsonl" FIRST=$NEXT wrk -t1 -c"$connections" -d"${SECONDS_PER_RUN}s" --latency -s "$WORK/post.lua" "$BASE" > "$WORK/ingest-$connections.txt"
+    after=$(cpu_ticks)
+    grep -q "Non-2xx" "$WORK/ingest-$connections.txt" && { cat "$WORK/ingest-$connections.txt"; echo "scale.sh: ingest answered errors" >&2; exit 1; }
+    requests=$(awk '/requests in/ {print $1}' "$WORK/ingest-$connections.txt")
+    NEXT=$(( NEXT + requests + connections ))
+    [ "$NEXT" -lt 30000 ] || { echo "scale.sh: too few notifications signed for the ingest runs" >&2; exit 1; }
+    INGEST[$connections]=$(awk '/Requests\/sec/ {printf "%d", $2}' "$WORK/ingest-$connections.txt")
+    INGEST_CPU[$connections]=$(python3 -c "print(round($requests * $(getconf CLK_TCK) / max(1, $(( after - before )))))")
+    INGEST_P99[$connections]=$(percentile "$WORK/ingest-$connections.txt" 99%)
+done
+PEAK_KB=$(awk '/VmHWM/ {print $2}' "/proc/$SERVER_PID/status")
+stop_server
+
+# Size on disk, checkpointed; and what the seeded and the genuine rows weigh.
+if [ "$DIALECT" = sqlite ]; then
+    query "PRAGMA wal_checkpoint(TRUNCATE);" > /dev/null
+    BYTES=$(( $(stat -c %s "$DB") + $(stat -c %s "$DB-wal" 2>/dev/null || echo 0) ))
+else
+    BYTES=$(query "SELECT pg_database_size(current_database())")
+fi
+INPUTS=$(query "SELECT COUNT(*) FROM inputs")
+GENUINE=$(query "SELECT CAST(AVG(LENGTH(raw)) AS INTEGER) || ' ' || CAST(AVG(LENGTH(record)) AS INTEGER) FROM inputs WHERE dedup_key NOT LIKE 'notification:%-0000-4000-8000-%'")
+SEEDED=$(query "SELECT CAST(AVG(LENGTH(raw)) AS INTEGER) || ' ' || CAST(AVG(LENGTH(record)) AS INTEGER) FROM inputs WHERE id <= 1000")
+
+ratio() { python3 -c "print(f'{$1 / ($OPENSSL_VERIFY / 3):.2f}')"; }
+MISSED=0
+check() { # check NAME FIGURE LIMIT UNIT
+    local met=yes; python3 -c "import sys; sys.exit(0 if $2 < $3 else 1)" || { met=no; MISSED=1; }
+    printf '| %s | %s %s | < %s %s | %s |\n' "$1" "$2" "$4" "$3" "$4" "$met"; }
+echo
+echo "receiptkit-server at $N subscriptions, $DIALECT ($(git rev-parse --short HEAD), $(date -u +%Y-%m-%d))"
+echo
+echo "| measure | figure | target | met |"
+echo "|---|---|---|---|"
+check "overview, worst of 10" "$OVERVIEW_WORST" 200 ms
+check "overview with 10,000 keys just swept, worst of 5" "$OVERVIEW_AFTER" 200 ms
+check "subscription read p99, 4 connections (p50 ${P50[subscription]} ms, ${RATE[subscription]}/s)" "${P99[subscription]}" 10 ms
+check "customer entitlements p99, 4 connections (p50 ${P50[entitlements]} ms, ${RATE[entitlements]}/s)" "${P99[entitlements]}" 10 ms
+check "search by transaction id p99 (p50 ${P50[search-transaction]} ms)" "${P99[search-transaction]}" 20 ms
+check "search by original transaction id p99 (p50 ${P50[search-original]} ms)" "${P99[search-original]}" 20 ms
+check "search by customer id p99 (p50 ${P50[search-customer]} ms)" "${P99[search-customer]}" 20 ms
+check "feed page of 500 from the start, worst of 5" "$FEED_START" 50 ms
+check "feed page of 500 from the middle, worst of 5" "$FEED_MIDDLE" 50 ms
+check "feed page of 500 at the end, worst of 5" "$FEED_END" 50 ms
+check "migration v12 (and start), server not serving meanwhile" "$MIGRATE_MS" 60000 ms
+printf '| sweep pass over 10,000 due keys | %s ms (%s keys/s) | follows the due keys | — |\n' "$SWEEP_MS" "$(( 10000 * 1000 / (SWEEP_MS > 0 ? SWEEP_MS : 1) ))"
+printf '| ingest, 4 connections | %s /s, %s per server CPU-s, p99 %s ms; ÷ (OpenSSL verify ÷ 3) %s | — | — |\n' "${INGEST[4]}" "${INGEST_CPU[4]}" "${INGEST_P99[4]}" "$(ratio "${INGEST_CPU[4]}")"
+printf '| ingest, 128 connections | %s /s, %s per server CPU-s, p99 %s ms; ÷ (OpenSSL verify ÷ 3) %s | — | — |\n' "${INGEST[128]}" "${INGEST_CPU[128]}" "${INGEST_P99[128]}" "$(ratio "${INGEST_CPU[128]}")"
+printf '| seeding | %s s (%s inputs) | < 900 s | %s |\n' "$SEED_S" "$INPUTS" "$([ "$SEED_S" -lt 900 ] && echo yes || echo no)"
+printf '| database on disk | %s MB: %s bytes a subscription, %s an input | — | — |\n' "$(( BYTES / 1000000 ))" "$(( BYTES / N ))" "$(( BYTES / INPUTS ))"
+printf '| server peak memory (VmHWM) | %s MB | — | — |\n' "$(( PEAK_KB / 1024 ))"
+echo
+echo "OpenSSL ECDSA P-256 verify, one core: $OPENSSL_VERIFY /s. Inputs' raw and record bytes, mean: genuine $GENUINE, seeded $SEEDED."
+[ "$MISMATCHES" = 0 ] || { echo "scale.sh: the seeded states disagree with the server's evaluation" >&2; exit 1; }
+[ "$MISSED" = 0 ] || { echo "scale.sh: a target was missed" >&2; exit 1; }
