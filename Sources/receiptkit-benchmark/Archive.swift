@@ -129,6 +129,33 @@ struct TransactionArchive {
         4_000_000_000_000_000 + Int64(period) * 1_000_000 + Int64(key)
     }
 
+    /// Writes `count` Get Retention Message request bodies (`{"signedPayload": …}`), one a line,
+    /// for `Server/scripts/benchmark-retention.sh`: request `i` asks about subscription
+    /// `i % (keys + keys / 3)` of ``writeRenewals(to:keys:firstKey:first:count:)``'s numbering, so
+    /// that a quarter of them name a subscription numbered past the `keys` the script stores (one
+    /// the server has not seen); each has its own `requestIdentifier`, all are signed at
+    /// `signedDate`, and returns how many it wrote.
+    func writeRealtimeRequests(to path: String, count: Int, keys: Int, signedDate: Int64) throws -> Int {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        let product = "com.receiptkit.example.premium.daily"
+        let locales = ["en-US", "fr-FR", "de-DE", "ja-JP"]
+        var chunk: [UInt8] = []
+        for index in 0..<count {
+            let key = index % (keys + keys / 3)
+            let request = """
+                {"originalTransactionId":"\(Self.transactionId(key: key, period: 0))","appAppleId":1234567890,\
+                "productId":"\(product)","userLocale":"\(locales[index % locales.count])",\
+                "requestIdentifier":"\(Self.uuid(key, 1_000_000 + index))","environment":"Sandbox","signedDate":\(signedDate)}
+                """
+            chunk.append(contentsOf: "{\"signedPayload\":\"\(try sign(request))\"}".utf8)
+            chunk.append(0x0A)
+        }
+        handle.write(Data(chunk))
+        return count
+    }
+
     /// Writes the notifications of `keys` daily subscriptions (numbered from `firstKey`) periods
     /// `first..<first + count`,
     /// one webhook body per line, period by period (every key's period `n`, then every key's

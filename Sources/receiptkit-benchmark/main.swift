@@ -5,6 +5,7 @@
 //         [--state-subscriptions N] [--state-renewals N] [--write-archive PATH] [--ocsp N] [--ocsp-only]
 //         [--notifications N] [--notifications-only] [--write-notifications PATH] [--write-notification-bodies PATH]
 //         [--write-renewal-bodies PATH [--renewal-keys N] [--renewal-first-key N] [--renewal-first N] [--renewal-count N]]
+//         [--write-realtime-requests PATH [--realtime-count N] [--renewal-keys N] [--renewal-count N]]
 //
 // It runs `openssl speed ecdsap256 rsa2048` (single core), then the release `verify-receipt`
 // beside this executable over generated batches of the project's own test vectors, and prints
@@ -25,6 +26,9 @@
 // `--write-renewal-bodies PATH` writes the webhook bodies of --renewal-keys daily subscriptions'
 // periods --renewal-first ..< + --renewal-count (a SUBSCRIBED, then DID_RENEWs) and exits, for
 // Server/scripts/benchmark.sh: the history that makes a subscription old, and its next renewals.
+// `--write-realtime-requests PATH` writes --realtime-count Get Retention Message request bodies
+// about those subscriptions (and a third as many the server has not seen), signed at the end of
+// their --renewal-count periods, and exits, for Server/scripts/benchmark-retention.sh.
 //
 // Revocation: it issues a leaf whose AIA names a real `openssl ocsp` responder on loopback (a
 // throwaway CA under the test PKI's intermediate), and compares --revocation ocsp with
@@ -63,6 +67,11 @@ struct Options {
     var renewalFirstKey = 0
     var renewalFirst = 0
     var renewalCount = 241
+    /// `--write-realtime-requests PATH`: write `realtimeCount` Get Retention Message requests about
+    /// `renewalKeys` subscriptions (and a third as many unknown ones), signed at the end of their
+    /// `renewalCount` periods, there and exit.
+    var realtimePath: String?
+    var realtimeCount = 3000
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -81,6 +90,10 @@ struct Options {
             }
             if argument == "--write-renewal-bodies", let path = iterator.next() {
                 renewalsPath = path
+                continue
+            }
+            if argument == "--write-realtime-requests", let path = iterator.next() {
+                realtimePath = path
                 continue
             }
             if argument == "--write-notifications" || argument == "--write-notification-bodies", let path = iterator.next() {
@@ -103,8 +116,9 @@ struct Options {
             case ("--renewal-first-key", let value?) where value >= 0: renewalFirstKey = value
             case ("--renewal-first", let value?) where value >= 0: renewalFirst = value
             case ("--renewal-count", let value?) where value >= 1 && value <= 1000: renewalCount = value
+            case ("--realtime-count", let value?) where value >= 1: realtimeCount = value
             default:
-                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--state-subscriptions N] [--state-renewals N] [--write-archive PATH] [--openssl-seconds N] [--repetitions N] [--ocsp N] [--ocsp-only] [--notifications N] [--notifications-only] [--write-notifications PATH] [--write-notification-bodies PATH] [--write-renewal-bodies PATH [--renewal-keys N] [--renewal-first-key N] [--renewal-first N] [--renewal-count N]]\n".utf8))
+                FileHandle.standardError.write(Data("usage: receiptkit-benchmark [--jws N] [--receipts N] [--memory-inputs N] [--state-subscriptions N] [--state-renewals N] [--write-archive PATH] [--openssl-seconds N] [--repetitions N] [--ocsp N] [--ocsp-only] [--notifications N] [--notifications-only] [--write-notifications PATH] [--write-notification-bodies PATH] [--write-renewal-bodies PATH [--renewal-keys N] [--renewal-first-key N] [--renewal-first N] [--renewal-count N]] [--write-realtime-requests PATH [--realtime-count N] [--renewal-keys N] [--renewal-count N]]\n".utf8))
                 exit(64)
             }
         }
@@ -210,6 +224,19 @@ if let renewalsPath = options.renewalsPath {
         to: renewalsPath, keys: options.renewalKeys, firstKey: options.renewalFirstKey, first: options.renewalFirst,
         count: options.renewalCount)
     print("wrote \(count) notifications of \(options.renewalKeys) subscriptions' periods \(options.renewalFirst)..<\(options.renewalFirst + options.renewalCount) to \(renewalsPath)")
+    exit(0)
+}
+if let realtimePath = options.realtimePath {
+    guard options.renewalKeys + options.renewalKeys / 3 <= 1_000_000 else {
+        FileHandle.standardError.write(Data("receiptkit-benchmark: subscriptions are numbered below 1,000,000 here\n".utf8))
+        exit(64)
+    }
+    // The instant the last of `renewalCount` daily periods from 2024-01-02 ends: inside the test
+    // PKI's leaf's validity, which a JWS is verified at its signed date against.
+    let signedDate = 1_704_153_600_000 + Int64(options.renewalCount) * 86_400_000
+    let count = try TransactionArchive(pki: "\(root)/TestVectors/pki").writeRealtimeRequests(
+        to: realtimePath, count: options.realtimeCount, keys: options.renewalKeys, signedDate: signedDate)
+    print("wrote \(count) Get Retention Message requests about \(options.renewalKeys + options.renewalKeys / 3) subscriptions to \(realtimePath)")
     exit(0)
 }
 if let notificationsPath = options.notificationsPath {

@@ -110,10 +110,22 @@ package func buildServer(
         logger.info("events are sent to the webhook", metadata: ["url": "\(url)"])
     }
 
+    if configuration.retention?.rules.signsOffers == true, environment.apple == nil {
+        throw ConfigurationError("RECEIPTKIT_RETENTION_RULES answers with a promotional offer, which the In-App Purchase key signs: set RECEIPTKIT_APPSTORE_*")
+    }
+    let retention = RetentionController(environment: environment, requests: RetentionRequests(
+        rules: configuration.retention?.rules ?? RetentionRules([]), key: environment.apple?.key, store: store))
+    if let retention = configuration.retention {
+        logger.info(
+            "Get Retention Message requests are answered by the rules",
+            metadata: ["file": "\(retention.file)", "rules": "\(retention.rules.rules.count)"])
+    }
+
     let router = Router(context: ServerRequestContext.self)
     router.add(middleware: RequestLogMiddleware(metrics: environment.metrics, timeout: configuration.requestTimeout))
     HealthController(environment: environment).add(to: router)
     NotificationController(environment: environment).add(to: router)
+    retention.add(to: router)
     let tokens = try APITokens(token: configuration.apiToken, file: configuration.apiTokensFile)
     if tokens.file != nil {
         services.append(TokenReloadService(tokens: tokens, logger: logger))
@@ -131,6 +143,7 @@ package func buildServer(
     FeedController(environment: environment).add(to: v1)
     DeliveryController(environment: environment, retryWindow: events.retryWindow).add(to: v1)
     ConsumptionController(environment: environment).add(to: v1)
+    retention.addReads(to: v1)
     console.add(to: v1)
     TokenController().add(to: v1)
 

@@ -101,6 +101,13 @@ public struct LedgerCopy: Sendable, Hashable {
         return copy.isUpgraded
     }
 
+    /// The offer a transaction's copy was bought with (its type and identifier: a promotional
+    /// offer redeemed, say); `nil` for renewal info and for a transaction without one.
+    public var offer: NormalizedTransaction.Offer? {
+        guard case .transaction(_, let copy) = content else { return nil }
+        return copy.traits.offer
+    }
+
     /// Whether `other` has this copy's identity — the same transaction of the same key (or the
     /// same subscription's renewal info) signed at the same instant — so that a store keeps one
     /// of the two.

@@ -44,6 +44,21 @@ struct LedgerCopyTests {
         #expect(variants > 40)
     }
 
+    @Test("a copy's offer is the transaction's, read back from its stored form; renewal info has none")
+    func offer() throws {
+        let ledger = try LedgerJSONTests().fullAndBareLedger()
+        var offers: [String: NormalizedTransaction.Offer] = [:]
+        for copy in ledger.copies {
+            let stored = try LedgerCopy(jsonBytes: copy.jsonBytes(), kind: copy.kind)
+            #expect(stored.offer == copy.offer)
+            if copy.kind == .renewalInfo { #expect(copy.offer == nil) }
+            if let id = copy.transactionId, let offer = copy.offer { offers[id] = offer }
+        }
+        #expect(offers["5001"]?.type == "promotional" && offers["5001"]?.id == "spring")
+        #expect(offers["5004"]?.type == "introductory" && offers["5004"]?.id == "trial")
+        #expect(offers["5002"] == nil)
+    }
+
     @Test("a transaction's copy never repeats a renewal info's, nor a copy of another transaction or key")
     func otherThings() throws {
         let ledger = try LedgerJSONTests().fullAndBareLedger()

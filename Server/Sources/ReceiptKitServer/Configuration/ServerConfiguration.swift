@@ -30,6 +30,7 @@ public import ReceiptKit
 /// | `RECEIPTKIT_WEBHOOK_RETRY_HOURS`, `RECEIPTKIT_WEBHOOK_TIMEOUT` | how long a delivery is retried (default `72` hours), how long one attempt may take (default `10` s) |
 /// | `RECEIPTKIT_FORWARD_URLS` | where each verified notification is forwarded, comma-separated |
 /// | `RECEIPTKIT_CONSUMPTION_DEFAULT` | the consumption answer sent for consenting customers an hour before the deadline |
+/// | `RECEIPTKIT_RETENTION_RULES` | the JSON file of rules that answer Apple's Get Retention Message requests (``RetentionRulesFile``) |
 public struct ServerConfiguration: Sendable {
     /// The address the server binds to.
     public var host: String
@@ -57,6 +58,9 @@ public struct ServerConfiguration: Sendable {
     public var appStoreAPI: AppStoreAPISettings?
     /// How the server tells backends what changed (the feed, webhooks).
     public var events: EventSettings
+    /// The rules that answer Apple's Get Retention Message requests (`RECEIPTKIT_RETENTION_RULES`),
+    /// and the file they were read from; `nil`: every request is answered `{}`.
+    package var retention: (rules: RetentionRules, file: String)?
 
     /// Creates a configuration.
     ///
@@ -123,6 +127,15 @@ public struct ServerConfiguration: Sendable {
         }
         let appStoreAPI = try AppStoreAPISettings.read(variables, environments: environments)
         let events = try EventSettings.read(variables)
+        let retention = try variables.value(RetentionRulesFile.variable).map { file throws(ConfigurationError) in
+            // A realtime request names its app by App Apple ID alone: an app without one would
+            // stand for every app's requests.
+            if let app = apps.first(where: { $0.appAppleId == nil }) {
+                throw ConfigurationError(
+                    "\(RetentionRulesFile.variable): \(app.bundleId ?? "an app") has no App Apple ID (RECEIPTKIT_APP_APPLE_ID, or BUNDLE_ID:APP_APPLE_ID in RECEIPTKIT_APPS); Apple's Get Retention Message requests name their app by it alone")
+            }
+            return (try RetentionRulesFile.read(file, canSign: appStoreAPI != nil), file)
+        }
         self.init(
             host: host, port: port,
             verifier: .init(anchors: anchors, apps: apps, environments: environments),
@@ -130,6 +143,7 @@ public struct ServerConfiguration: Sendable {
             appStoreAPI: appStoreAPI, events: events)
         notices = environmentNotice.map { [$0] } ?? []
         self.databaseTimeout = databaseTimeout
+        self.retention = retention
     }
 
     /// The environments served: `RECEIPTKIT_ENVIRONMENTS`, as listed; or `RECEIPTKIT_ENVIRONMENT`,

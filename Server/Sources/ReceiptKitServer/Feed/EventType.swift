@@ -1,7 +1,8 @@
 /// The kinds of change the feed tells a backend about (`docs/events.md` has an example of each).
 /// A subscription's and a one-time purchase's come from comparing the key's derived state before
 /// and after an input or the passing of time (``EventClassification``); a consumption request
-/// comes from Apple's notification itself.
+/// comes from Apple's notification itself, a retention request from Apple's Get Retention Message
+/// request.
 package enum EventType: String, Sendable, CaseIterable {
     /// A key's first state: active (its `subscription.is_trial` says whether a free trial).
     case subscriptionStarted = "subscription.started"
@@ -41,4 +42,7 @@ package enum EventType: String, Sendable, CaseIterable {
     /// Apple asks for consumption information about a refund request (`CONSUMPTION_REQUEST`):
     /// answer with `PUT /v1/transactions/{id}/consumption` before the deadline.
     case consumptionRequested = "consumption.requested"
+    /// Apple asked which retention message to show a customer on the cancel screen
+    /// (`POST /appstore/retention`); the event says what the rules answered.
+    case retentionRequested = "retention.requested"
 }

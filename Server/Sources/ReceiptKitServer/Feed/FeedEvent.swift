@@ -13,6 +13,8 @@ public struct EventCause: Sendable, Hashable {
         case reconcile
         /// No input: a period, a grace period or a retry window ended (``SweepService``).
         case sweep
+        /// `POST /appstore/retention`: Apple's Get Retention Message request (no input stored).
+        case retention
     }
 
     public var source: Source
@@ -70,11 +72,14 @@ struct FeedEvent: Sendable {
     var cause: EventCause
     /// The consumption request a ``EventType/consumptionRequested`` event is about.
     var consumptionRequest: ConsumptionNotice?
+    /// The Get Retention Message request a ``EventType/retentionRequested`` event is, and its answer.
+    var retentionRequest: RetentionRequestNotice? = nil
 
     /// The event as the feed serves it and a webhook carries it:
     /// `{"id", "type", "occurred_at", "bundle_id", "environment", "original_transaction_id",
     /// "customer_ids", "status", "entitled", "previous_status", "subscription", "cause"}` (and
-    /// `consumption_request` for a consumption request). `id` is a string of decimal digits;
+    /// `consumption_request` for a consumption request, `retention_request` for a Get Retention
+    /// Message request). `id` is a string of decimal digits;
     /// `subscription` is the state exactly as `verify-receipt --state` writes it.
     func json(id: Int64) throws -> String {
         try AnswerEncoder.encode(Payload(event: self, id: id))
@@ -86,7 +91,7 @@ struct FeedEvent: Sendable {
 
         private enum CodingKeys: String, CodingKey {
             case id, type, occurredAt, bundleId, environment, originalTransactionId, customerIds, status, entitled
-            case previousStatus, subscription, cause, consumptionRequest
+            case previousStatus, subscription, cause, consumptionRequest, retentionRequest
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -104,6 +109,7 @@ struct FeedEvent: Sendable {
             try container.encodeIfPresent(event.state.map { RenderedJSON($0.json()) }, forKey: .subscription)
             try container.encode(event.cause, forKey: .cause)
             if let request = event.consumptionRequest { try container.encode(request, forKey: .consumptionRequest) }
+            if let request = event.retentionRequest { try container.encode(request, forKey: .retentionRequest) }
         }
     }
 }

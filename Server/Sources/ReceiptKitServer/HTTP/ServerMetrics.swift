@@ -27,6 +27,10 @@ import ServerSupport
 /// - `receiptkit_reconcile_lag_seconds{bundle_id, environment}`: how far a reconcile cursor is
 ///   behind now
 /// - `receiptkit_feed_events_total{type, bundle_id, environment}`: events written to the feed
+/// - `receiptkit_retention_requests_total{result, bundle_id, environment}`: Get Retention Message
+///   requests by the answer's kind (`message`, `alternate_product`, `promotional_offer`,
+///   `default_message`, `none`) or the code that refused them (`-` for the app and environment
+///   of a request refused)
 /// - `receiptkit_deliveries_total{destination, outcome}`: outbox attempts by destination
 ///   (`webhook`, `forward:HOST[:PORT]`, `apple`) and outcome (`delivered`, `retried`,
 ///   `dead_lettered`)
@@ -99,6 +103,11 @@ final class ServerMetrics: Sendable {
 
     func feedEvent(type: String, bundleId: String, environment: String) {
         counter("receiptkit_feed_events_total", [("type", type), ("bundle_id", bundleId), ("environment", environment)]).increment()
+    }
+
+    func retentionRequest(result: String, bundleId: String = "-", environment: String = "-") {
+        counter("receiptkit_retention_requests_total", [("result", result), ("bundle_id", bundleId), ("environment", environment)])
+            .increment()
     }
 
     func delivery(destination: String, outcome: String) {
