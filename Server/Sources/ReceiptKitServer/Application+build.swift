@@ -154,7 +154,7 @@ package func buildServer(
         services: services,
         logger: logger)
     app.beforeServerStarts {
-        try await store.migrate()
+        try await store.migrate(at: clock())
         migratedContinuation.finish()
         sweepMigratedContinuation.finish()
         deliveryMigratedContinuation.finish()

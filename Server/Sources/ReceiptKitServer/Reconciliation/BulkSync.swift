@@ -70,7 +70,7 @@ public enum BulkSync {
         lines: [String], file: String, store: Store, configuration: ServerConfiguration, logger: Logger,
         progress: @escaping @Sendable (String) -> Void, clock: @escaping @Sendable () -> Date
     ) async throws -> Summary {
-        try await store.migrate()
+        try await store.migrate(at: clock())
         let metrics = ServerMetrics()
         let ingestion = Ingestion(verifier: AppStoreVerifier(configuration.verifier), store: store, metrics: metrics)
         guard let apple = try AppleAPI.make(configuration, ingestion: ingestion, metrics: metrics, logger: logger, clock: clock)

@@ -1,3 +1,4 @@
+package import struct Foundation.Date
 package import Logging
 package import PostgresNIO
 import ReceiptKit
@@ -111,14 +112,17 @@ package final class Store: Sendable {
     }
 
     /// Applies the migrations not yet applied. Safe to call from several servers at once.
-    package func migrate() async throws {
-        try await migrate(through: nil)
+    ///
+    /// - Parameter now: The instant they run at, for what their row steps derive from the time
+    ///   (the overview chart's last days): the server's clock.
+    package func migrate(at now: Date = Date()) async throws {
+        try await migrate(through: nil, at: now)
     }
 
     /// Applies the migrations not yet applied, up to and including the one with this id (all of
     /// them when `nil`): the tests make a database as an older server left it.
-    package func migrate(through lastId: String?) async throws {
-        try await backend.migrate(try Schema.migrations(through: lastId))
+    package func migrate(through lastId: String?, at now: Date = Date()) async throws {
+        try await backend.migrate(try Schema.migrations(through: lastId), at: Timestamp(now))
     }
 
     /// Throws unless the database accepts a write now (``StoreBackend/ping()``). A read can

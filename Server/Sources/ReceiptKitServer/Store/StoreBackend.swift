@@ -1,3 +1,5 @@
+import ReceiptKit
+
 /// The one seam between the store and a database: the few things SQLite and PostgreSQL do
 /// differently — how a transaction, a snapshot and a group of writes run, how servers sharing a
 /// database take turns, how migrations are recorded — and the dialect their SQL is written in.
@@ -35,8 +37,8 @@ protocol StoreBackend: Sendable {
     func record(_ recording: Recording, deadline: ContinuousClock.Instant?) async throws -> Recording.Result
 
     /// Applies the migrations not yet applied, in order, each in one transaction: its statements
-    /// in ``dialect``, then its row steps. Safe to call from several servers at once.
-    func migrate(_ migrations: ArraySlice<Migration>) async throws
+    /// in ``dialect``, then its row steps, given `now`. Safe to call from several servers at once.
+    func migrate(_ migrations: ArraySlice<Migration>, at now: Timestamp) async throws
 
     /// Runs `body` holding the reconcile lock: one holder at a time among every server sharing
     /// the database, and gone as soon as its process dies, so that a server killed mid-window

@@ -30,6 +30,14 @@ struct PreviousVersionMigrationTests {
             let answer = try await server.get(path)
             answers[path] = "\(answer.status.code) \(answer.text)"
         }
+        // The overview's counts and its chart's days, which v12 fills from the migrated rows (its
+        // recent notifications and cursors are not the story's: they are left out).
+        let overview = try await server.get("/v1/overview").json()
+        for member in ["subscriptions", "days"] {
+            let value = member == "days" ? (overview["notifications"] as? [String: Any])?["days"] : overview[member]
+            let text = try JSONSerialization.data(withJSONObject: try #require(value), options: [.sortedKeys])
+            answers["/v1/overview \(member)"] = String(decoding: text, as: UTF8.self)
+        }
         return answers
     }
 
@@ -44,7 +52,7 @@ struct PreviousVersionMigrationTests {
 
         try await backend.withDatabase { location, searchPath in
             // The story as this version stores it, then the database taken back to v9's shape:
-            // v9's table names, its dedup keys, its one cursor, v10 and v11 not applied.
+            // v9's table names, its dedup keys, its one cursor, v10, v11 and v12 not applied.
             let before = try await withServer(location, searchPath, clock) { server in
                 for notification in story.notifications {
                     let answer = try await server.notify(notification)
@@ -111,7 +119,8 @@ extension Backend {
     /// Takes a database of this version back to the shape v9 left it in: `inputs` and
     /// `input_subscriptions` (and, on PostgreSQL, their constraints and sequence) under their
     /// old names, transaction and renewal info dedup keys without app and environment, the one
-    /// reconcile cursor at `cursor` and no per-pair cursors, and v10 and v11 not applied.
+    /// reconcile cursor at `cursor` and no per-pair cursors, and v10, v11 and v12 not applied
+    /// (v12's tables of counts gone).
     func downgradeToV9(_ location: DatabaseLocation, searchPath: String?, cursor: Int64) async throws -> DowngradedInputs {
         /// v9's dedup key of a transaction or renewal info key of this version; `nil` for others.
         @Sendable func legacy(_ key: String) -> String? {
@@ -120,6 +129,8 @@ extension Backend {
             return "\(parts[0]):\(parts[3]):\(parts[4])"
         }
         let renames = [
+            "DROP TABLE notification_days",
+            "DROP TABLE subscription_counts",
             "DROP TABLE reconcile_cursors",
             "ALTER TABLE input_subscriptions RENAME COLUMN input_id TO event_id",
             "ALTER TABLE input_subscriptions RENAME TO event_subscriptions",
@@ -133,7 +144,7 @@ extension Backend {
             return try await DatabaseQueue(path: path, configuration: configuration).write { db in
                 for statement in renames { try db.execute(sql: statement) }
                 try db.execute(sql: "UPDATE reconcile_cursor SET position = ? WHERE id = 1", arguments: [cursor])
-                try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('v10-inputs', 'v11-reconcile-cursors')")
+                try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('v10-inputs', 'v11-reconcile-cursors', 'v12-subscription-counts', 'v12-notification-days')")
                 let keys = try String.fetchAll(db, sql: "SELECT dedup_key FROM events")
                 var rewritten = 0
                 for key in keys {
@@ -152,7 +163,7 @@ extension Backend {
                     "ALTER SEQUENCE inputs_id_seq RENAME TO events_id_seq",
                     "ALTER TABLE event_subscriptions RENAME CONSTRAINT input_subscriptions_pkey TO event_subscriptions_pkey",
                     "ALTER TABLE event_subscriptions RENAME CONSTRAINT input_subscriptions_input_id_fkey TO event_subscriptions_event_id_fkey",
-                    "DELETE FROM receiptkit_migrations WHERE id IN ('v10-inputs', 'v11-reconcile-cursors')",
+                    "DELETE FROM receiptkit_migrations WHERE id IN ('v10-inputs', 'v11-reconcile-cursors', 'v12-subscription-counts', 'v12-notification-days')",
                 ] {
                     try await client.query(PostgresQuery(unsafeSQL: statement))  // constant text
                 }

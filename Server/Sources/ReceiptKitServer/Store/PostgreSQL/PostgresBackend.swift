@@ -83,7 +83,7 @@ final class PostgresBackend: StoreBackend {
         return try await abandoning(at: deadline, timedOut: { StoreError.timedOut }) { try await self.write(recording) }
     }
 
-    func migrate(_ migrations: ArraySlice<Migration>) async throws {
+    func migrate(_ migrations: ArraySlice<Migration>, at now: Timestamp) async throws {
         let logger = self.logger
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
@@ -102,8 +102,6 @@ final class PostgresBackend: StoreBackend {
                     // bound, because DDL takes no bindings.
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
-                // The edge: a migration runs at the server's start, at the time of day.
-                let now = Timestamp(Date())
                 if let rows = migration.rows {
                     try await connection.run(rows(now), logger: logger)
                 }

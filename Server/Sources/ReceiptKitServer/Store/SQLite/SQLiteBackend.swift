@@ -95,7 +95,7 @@ final class SQLiteBackend: StoreBackend {
         }
     }
 
-    func migrate(_ migrations: ArraySlice<Migration>) async throws {
+    func migrate(_ migrations: ArraySlice<Migration>, at now: Timestamp) async throws {
         var migrator = DatabaseMigrator()
         for migration in migrations {
             migrator.registerMigration(migration.id) { db in
@@ -103,8 +103,7 @@ final class SQLiteBackend: StoreBackend {
                     try db.execute(sql: statement)
                 }
                 if let rows = migration.rows {
-                    // The edge: a migration runs at the server's start, at the time of day.
-                    try db.run(rows(Timestamp(Date())))
+                    try db.run(rows(now))
                 }
             }
         }
