@@ -4,6 +4,8 @@
 // receiptkit-server token new NAME SCOPE: prints a fresh API token on standard output, then the
 // line of RECEIPTKIT_API_TOKENS_FILE that accepts it (the token's SHA-256, never the token).
 //
+// receiptkit-server --version: the version, and the commit of a release build (Release).
+//
 // receiptkit-server sync --from FILE: backfills from Apple the customers of FILE (one transaction
 // id per line, optionally a tab and a customer id), resumably (see BulkSync); exits 0 when every
 // line synced, 1 when some line failed, 75 when Apple stayed unavailable, 78 for a configuration
@@ -13,7 +15,14 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import ReceiptKitRelease
 import ReceiptKitServer
+
+// Before anything else is set up or read.
+if Array(CommandLine.arguments.dropFirst()) == ["--version"] {
+    print(Release.versionLine)
+    exit(0)
+}
 
 LoggingSystem.bootstrap { label in
     var handler = StreamLogHandler.standardError(label: label)
@@ -59,7 +68,7 @@ do {
 
 if let command = arguments.first {
     guard command == "sync", arguments.count == 3, arguments[1] == "--from" else {
-        FileHandle.standardError.write(Data("usage: receiptkit-server [sync --from FILE | token new NAME SCOPE]\n".utf8))
+        FileHandle.standardError.write(Data("usage: receiptkit-server [sync --from FILE | token new NAME SCOPE | --version]\n".utf8))
         exit(64)  // EX_USAGE
     }
     do {
