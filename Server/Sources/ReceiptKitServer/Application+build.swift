@@ -28,7 +28,7 @@ public func buildApplication(
     let metrics = ServerMetrics()
     let wake = DeliveryWake()
     let feed = FeedSettings(targets: configuration.events.targets, observer: { commit in
-        for type in commit.eventTypes { metrics.feedEvent(type: type) }
+        for event in commit.events { metrics.feedEvent(type: event.type, bundleId: event.bundleId, environment: event.environment) }
         if commit.outboxRows > 0 { wake.signal() }
     })
     let store = try Store(configuration.database, logger: logger, postgresSearchPath: postgresSearchPath, feed: feed)
@@ -45,19 +45,24 @@ public func buildApplication(
     let (deliveryMigrated, deliveryMigratedContinuation) = AsyncStream.makeStream(of: Void.self)
     var sweep = SweepService(
         store: store, interval: configuration.events.sweepInterval, clock: clock, logger: logger, migrated: sweepMigrated)
+    for notice in configuration.notices { logger.notice("\(notice)") }
     var reconciler: Reconciler?
     if let settings = configuration.appStoreAPI {
-        environment.apple = try makeAppleSync(
-            configuration, verifier: verifier, store: store, metrics: environment.metrics, logger: logger, clock: clock)
-        let apple = environment.apple
-        reconciler = apple.map { Reconciler(sync: $0, owner: UUID().uuidString.lowercased()) }
+        let apple = try AppleAPI.make(configuration, ingestion: environment.ingestion, metrics: metrics, logger: logger, clock: clock)
+        environment.apple = apple
+        reconciler = apple.map { Reconciler(api: $0, store: store, owner: UUID().uuidString.lowercased()) }
         if let reconciler, let interval = settings.reconcileInterval {
             services.append(ReconcileService(
                 reconciler: reconciler, interval: interval, clock: clock, logger: logger, migrated: migrated))
         }
-        logger.info(
-            "reconciliation with Apple is on",
-            metadata: ["api": "\(apple?.client.baseURL ?? "")", "key_id": "\(settings.key.keyId)"])
+        for sync in apple?.pairs.compactMap({ apple?.syncs[$0] }) ?? [] {
+            logger.info(
+                "reconciliation with Apple is on",
+                metadata: [
+                    "bundle_id": "\(sync.bundleId)", "environment": "\(sync.environment.rawValue)", "api": "\(sync.client.baseURL)",
+                    "key_id": "\(settings.key.keyId)",
+                ])
+        }
     } else {
         logger.notice(
             "reconciliation with Apple is off: set RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE to turn it on")
@@ -66,7 +71,7 @@ public func buildApplication(
     let events = configuration.events
     var sender = DeliverySender(secret: Array((events.webhookSecret ?? "").utf8), policy: events.delivery, clock: clock)
     if let apple = environment.apple {
-        sender.consumption = { delivery in await apple.sendConsumption(delivery) }
+        sender.consumption = { delivery in await apple.sendConsumption(delivery, store: store) }
         if let answer = events.consumptionDefault {
             sweep.consumptionDefault = (ConsumptionRequests(store: store, canSend: true), answer)
         }
@@ -120,24 +125,4 @@ public func buildApplication(
         deliveryMigratedContinuation.finish()
     }
     return app
-}
-
-/// The App Store Server API client and sync of a configuration, or `nil` when it names no key.
-func makeAppleSync(
-    _ configuration: ServerConfiguration, verifier: AppStoreVerifier, store: Store, metrics: ServerMetrics,
-    logger: Logger, clock: @escaping @Sendable () -> Date
-) throws -> AppleSync? {
-    guard let settings = configuration.appStoreAPI else { return nil }
-    guard let appStoreEnvironment = configuration.verifier.environment else {
-        throw ConfigurationError("the App Store Server API needs the verifier's environment (RECEIPTKIT_ENVIRONMENT)")
-    }
-    let bundleId = configuration.verifier.bundleId ?? ""
-    let client = try AppStoreServerAPIClient(
-        configuration: .init(
-            key: settings.key, bundleId: bundleId, environment: appStoreEnvironment, baseURL: settings.baseURL,
-            retry: settings.retry),
-        verifier: verifier, clock: clock)
-    return AppleSync(
-        client: client, ingestion: Ingestion(verifier: verifier, store: store, metrics: metrics), metrics: metrics, logger: logger, bundleId: bundleId,
-        environmentName: appStoreEnvironment.rawValue)
 }

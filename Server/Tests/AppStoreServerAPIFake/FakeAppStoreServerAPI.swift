@@ -24,13 +24,17 @@ public final class FakeAppStoreServerAPI: Sendable {
         public var keyId: String
         public var issuerId: String
         public var bundleId: String
+        /// The team's other apps the key serves, by bundle id, with their App Apple ID: a token's
+        /// `bid` may name one, and the answer is that app's (its transactions, its ids).
+        public var otherApps: [String: Int64]
         /// The In-App Purchase key's public half: token signatures are checked under it.
         public var publicKey: ES256PublicKey
 
-        public init(keyId: String, issuerId: String, bundleId: String, publicKey: ES256PublicKey) {
+        public init(keyId: String, issuerId: String, bundleId: String, otherApps: [String: Int64] = [:], publicKey: ES256PublicKey) {
             self.keyId = keyId
             self.issuerId = issuerId
             self.bundleId = bundleId
+            self.otherApps = otherApps
             self.publicKey = publicKey
         }
     }
@@ -66,11 +70,16 @@ public final class FakeAppStoreServerAPI: Sendable {
         public var purchaseDate: Int64
         public var expiresDate: Int64?
         public var revocationDate: Int64?
+        /// The app it was bought in: one of ``Credentials/otherApps``, or `nil` for the
+        /// credentials' own.
+        public var bundleId: String?
 
         public init(
             transactionId: String, originalTransactionId: String, productId: String, type: String,
-            subscriptionGroupIdentifier: String? = nil, purchaseDate: Int64, expiresDate: Int64? = nil, revocationDate: Int64? = nil
+            subscriptionGroupIdentifier: String? = nil, purchaseDate: Int64, expiresDate: Int64? = nil, revocationDate: Int64? = nil,
+            bundleId: String? = nil
         ) {
+            self.bundleId = bundleId
             self.transactionId = transactionId
             self.originalTransactionId = originalTransactionId
             self.productId = productId
@@ -372,7 +381,7 @@ public final class FakeAppStoreServerAPI: Sendable {
                     try await writer.finish(nil)
                 })
         }
-        return route(method: method, segments, query: query, body: bodyBytes, contentType: contentType)
+        return route(method: method, segments, query: query, body: bodyBytes, contentType: contentType, app: check.claims?["bid"] ?? credentials.bundleId)
     }
 
     /// The token check Apple makes: `Bearer` JWT, header `alg` ES256, `kid`, `typ` JWT; claims
@@ -394,7 +403,9 @@ public final class FakeAppStoreServerAPI: Sendable {
         }
         guard claims["iss"] as? String == credentials.issuerId else { return (nil, "iss is not the issuer id") }
         guard claims["aud"] as? String == "appstoreconnect-v1" else { return (nil, "aud is not appstoreconnect-v1") }
-        guard claims["bid"] as? String == credentials.bundleId else { return (nil, "bid is not \(credentials.bundleId)") }
+        guard let bid = claims["bid"] as? String, bid == credentials.bundleId || credentials.otherApps[bid] != nil else {
+            return (nil, "bid is not \(([credentials.bundleId] + credentials.otherApps.keys.sorted()).joined(separator: " or "))")
+        }
         guard let iat = (claims["iat"] as? NSNumber)?.int64Value, let exp = (claims["exp"] as? NSNumber)?.int64Value else {
             return (nil, "iat or exp is missing")
         }
@@ -407,7 +418,22 @@ public final class FakeAppStoreServerAPI: Sendable {
         return (strings, nil)
     }
 
-    private func route(method: String, _ path: [String], query: [(String, String)], body: [UInt8], contentType: String?) -> Response {
+    /// An app's App Apple ID.
+    private func appAppleId(of bundleId: String) -> Int64 {
+        bundleId == credentials.bundleId ? appAppleId : credentials.otherApps[bundleId] ?? appAppleId
+    }
+
+    /// The app a transaction was bought in.
+    private func bundleId(of transaction: Transaction) -> String {
+        transaction.bundleId ?? credentials.bundleId
+    }
+
+    /// Answers a request for `app` (its token's `bid`): only that app's purchases and
+    /// notifications are seen.
+    private func route(
+        method: String, _ path: [String], query: [(String, String)], body: [UInt8], contentType: String?, app: String
+    ) -> Response {
+        let appAppleId = self.appAppleId(of: app)
         if let answer = retention.route(
             method: method, path, query: query, body: body, contentType: contentType,
             context: .init(appAppleId: appAppleId, signedDate: signedDate, transactions: transactions, sign: { [signer] in
@@ -416,7 +442,9 @@ public final class FakeAppStoreServerAPI: Sendable {
         {
             return answer
         }
-        let state = state.withLock { $0 }
+        var state = state.withLock { $0 }
+        state.transactions = state.transactions.filter { bundleId(of: $0) == app }
+        state.notifications = state.notifications.filter { bundleId(of: $0.transaction) == app }
         func known(_ id: String) -> Response? {
             guard !id.isEmpty, id.allSatisfy(\.isNumber) else {
                 return Self.json(["errorCode": 4_000_006, "errorMessage": "Invalid transaction id."], status: 400)
@@ -464,8 +492,8 @@ public final class FakeAppStoreServerAPI: Sendable {
             if let revoked = values("revoked").first { items = items.filter { ($0.revocationDate != nil) == (revoked == "true") } }
             if values("sort").first == "DESCENDING" { items.reverse() }
             return page(items, token: values("revision").first, state: state) { slice, next, hasMore in
-                ["revision": next, "hasMore": hasMore, "bundleId": self.credentials.bundleId,
-                 "appAppleId": self.appAppleId, "environment": self.environment,
+                ["revision": next, "hasMore": hasMore, "bundleId": app,
+                 "appAppleId": appAppleId, "environment": self.environment,
                  "signedTransactions": slice.map { self.sign($0, state) }]
             }
         }
@@ -495,7 +523,7 @@ public final class FakeAppStoreServerAPI: Sendable {
                 ])
             }
             return Self.json([
-                "environment": environment, "bundleId": credentials.bundleId, "appAppleId": appAppleId,
+                "environment": environment, "bundleId": app, "appAppleId": appAppleId,
                 "data": groups.keys.sorted().map { ["subscriptionGroupIdentifier": $0, "lastTransactions": groups[$0] ?? []] },
             ])
         }
@@ -508,7 +536,7 @@ public final class FakeAppStoreServerAPI: Sendable {
             let id = captured[0]
             if let refusal = known(id) { return refusal }
             return Self.json(["signedAppTransactionInfo": signer.sign([
-                "receiptType": environment, "appAppleId": appAppleId, "bundleId": credentials.bundleId,
+                "receiptType": environment, "appAppleId": appAppleId, "bundleId": app,
                 "applicationVersion": "42", "versionExternalIdentifier": 0, "receiptCreationDate": signedDate,
                 "originalPurchaseDate": 1_700_000_000_000, "originalApplicationVersion": "1", "signedDate": signedDate,
                 "appTransactionId": "704289572309870002", "originalPlatform": "iOS", "environment": environment,
@@ -547,7 +575,7 @@ public final class FakeAppStoreServerAPI: Sendable {
             let payload = signer.sign([
                 "notificationType": "TEST", "notificationUUID": UUID().uuidString.lowercased(), "version": "2.0",
                 "signedDate": signedDate,
-                "data": ["bundleId": credentials.bundleId, "appAppleId": appAppleId, "environment": environment],
+                "data": ["bundleId": app, "appAppleId": appAppleId, "environment": environment],
             ])
             self.state.withLock { $0.testNotifications[token] = payload }
             return Self.json(["testNotificationToken": token])
@@ -669,7 +697,7 @@ public final class FakeAppStoreServerAPI: Sendable {
     func transactionPayload(_ transaction: Transaction, signedDate: Int64? = nil) -> [String: Any] {
         var payload: [String: Any] = [
             "transactionId": transaction.transactionId, "originalTransactionId": transaction.originalTransactionId,
-            "bundleId": credentials.bundleId, "productId": transaction.productId, "purchaseDate": transaction.purchaseDate,
+            "bundleId": bundleId(of: transaction), "productId": transaction.productId, "purchaseDate": transaction.purchaseDate,
             "originalPurchaseDate": transaction.purchaseDate, "quantity": 1, "type": transaction.type,
             "inAppOwnershipType": "PURCHASED", "signedDate": signedDate ?? self.signedDate, "environment": environment,
             "transactionReason": "PURCHASE", "storefront": "USA", "storefrontId": "143441", "price": 4990, "currency": "USD",
@@ -735,7 +763,7 @@ public final class FakeAppStoreServerAPI: Sendable {
     private func sign(_ notification: Notification, _ state: State) -> String {
         let transaction = notification.transaction
         var data: [String: Any] = [
-            "bundleId": credentials.bundleId, "appAppleId": appAppleId, "environment": environment,
+            "bundleId": bundleId(of: transaction), "appAppleId": appAppleId(of: bundleId(of: transaction)), "environment": environment,
             "signedTransactionInfo": signer.sign(transactionPayload(transaction, signedDate: notification.signedDate)),
         ]
         if let renewal = notification.renewalInfo {

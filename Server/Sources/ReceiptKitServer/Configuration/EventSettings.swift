@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptKit
 import ServerSupport
 
 /// How the server tells backends what changed: how often time-caused changes are looked for,
@@ -8,7 +9,9 @@ import ServerSupport
 /// Read from `RECEIPTKIT_SWEEP_INTERVAL` (seconds, default 60), `RECEIPTKIT_WEBHOOK_URL` and
 /// `RECEIPTKIT_WEBHOOK_SECRET` (both or neither), `RECEIPTKIT_WEBHOOK_RETRY_HOURS` (default 72),
 /// `RECEIPTKIT_WEBHOOK_TIMEOUT` (seconds, default 10), `RECEIPTKIT_FORWARD_URLS`
-/// (comma-separated) and `RECEIPTKIT_CONSUMPTION_DEFAULT` (a JSON answer).
+/// (comma-separated), `RECEIPTKIT_WEBHOOK_ENVIRONMENTS` (the environments whose events the
+/// webhook gets, comma-separated; default all) and `RECEIPTKIT_CONSUMPTION_DEFAULT` (a JSON
+/// answer).
 public struct EventSettings: Sendable {
     /// How often the keys whose state time may have changed are evaluated again
     /// (``SweepService``): an expiry with no notification is in the feed at most this late.
@@ -17,6 +20,8 @@ public struct EventSettings: Sendable {
     public var webhookURL: String?
     /// What signs each webhook (HMAC-SHA256, ``WebhookSignature``).
     public var webhookSecret: String?
+    /// The environments whose events the webhook gets; `nil`: all.
+    public var webhookEnvironments: Set<String>?
     /// Where each verified notification is POSTed as Apple sent it.
     public var forwardURLs: [String]
     /// How long a delivery is tried before it is dead-lettered.
@@ -48,7 +53,8 @@ public struct EventSettings: Sendable {
     /// Where the store writes outbox rows for.
     var targets: OutboxTargets {
         OutboxTargets(
-            webhookURL: webhookURL, forwardURLs: forwardURLs, retryWindowMilliseconds: retryWindow.wholeMilliseconds)
+            webhookURL: webhookURL, webhookEnvironments: webhookEnvironments, forwardURLs: forwardURLs,
+            retryWindowMilliseconds: retryWindow.wholeMilliseconds)
     }
 
     /// The settings the environment names.
@@ -58,6 +64,14 @@ public struct EventSettings: Sendable {
     static func read(_ variables: EnvironmentVariables) throws(ConfigurationError) -> EventSettings {
         var settings = EventSettings()
         if let interval = try variables.seconds("RECEIPTKIT_SWEEP_INTERVAL") { settings.sweepInterval = interval }
+        if let list = variables.value("RECEIPTKIT_WEBHOOK_ENVIRONMENTS") {
+            let names = list.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            for name in names where AppStoreEnvironment(rawValue: name) == nil {
+                throw ConfigurationError(
+                    "RECEIPTKIT_WEBHOOK_ENVIRONMENTS names \"\(name)\"; expected Production, Sandbox, Xcode or LocalTesting, comma-separated")
+            }
+            settings.webhookEnvironments = Set(names)
+        }
         settings.webhookURL = try url(variables.value("RECEIPTKIT_WEBHOOK_URL"), "RECEIPTKIT_WEBHOOK_URL")
         settings.webhookSecret = variables.value("RECEIPTKIT_WEBHOOK_SECRET")
         switch (settings.webhookURL, settings.webhookSecret) {

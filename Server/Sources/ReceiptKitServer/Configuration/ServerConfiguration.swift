@@ -8,9 +8,10 @@ public import ReceiptKit
 ///
 /// | variable | meaning |
 /// |---|---|
-/// | `RECEIPTKIT_BUNDLE_ID` | required: your app's bundle id |
-/// | `RECEIPTKIT_ENVIRONMENT` | required: `Production`, `Sandbox`, `Xcode` or `LocalTesting` |
-/// | `RECEIPTKIT_APP_APPLE_ID` | your app's App Apple ID; required for `Production` |
+/// | `RECEIPTKIT_APPS` | your apps, `BUNDLE_ID[:APP_APPLE_ID],…`; the App Apple ID is required for each when Production is served |
+/// | `RECEIPTKIT_BUNDLE_ID`, `RECEIPTKIT_APP_APPLE_ID` | one app, in place of `RECEIPTKIT_APPS` |
+/// | `RECEIPTKIT_ENVIRONMENTS` | the environments served, a comma list of `Production`, `Sandbox`, `Xcode`, `LocalTesting` |
+/// | `RECEIPTKIT_ENVIRONMENT` | one environment, in place of `RECEIPTKIT_ENVIRONMENTS`; `Production` alone serves Sandbox too (App Review, TestFlight), as Apple advises |
 /// | `RECEIPTKIT_ROOT_FILE` | root certificates to trust instead of Apple's pins, DER or PEM, comma-separated paths |
 /// | `RECEIPTKIT_PIN_SHA256` | SHA-256 fingerprints of roots to trust instead of Apple's pins, comma-separated |
 /// | `RECEIPTKIT_DATABASE_URL` | `sqlite:PATH` (default `sqlite:receiptkit.sqlite`) or `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable\|prefer\|require]` |
@@ -20,7 +21,8 @@ public import ReceiptKit
 /// | `PORT` | the port to listen on, default `8080` |
 /// | `RECEIPTKIT_REQUEST_TIMEOUT` | seconds one request may take before it is answered 503 `timeout`, default `30` |
 /// | `RECEIPTKIT_APPSTORE_KEY_ID`, `RECEIPTKIT_APPSTORE_ISSUER_ID`, `RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE` | the In-App Purchase key that reconciles with Apple (all three or none: without them reconciliation is off) |
-/// | `RECEIPTKIT_APPSTORE_API_URL` | the App Store Server API's base URL, default Apple's for `RECEIPTKIT_ENVIRONMENT` |
+/// | `RECEIPTKIT_APPSTORE_API_URL` | the App Store Server API's base URL in place of Apple's for Production (of the one environment, when one is served) |
+/// | `RECEIPTKIT_APPSTORE_SANDBOX_API_URL` | the same for Sandbox, when several environments are served |
 /// | `RECEIPTKIT_RECONCILE_INTERVAL` | seconds between two looks at Get Notification History, default `900`; `0`: only `POST /v1/reconcile` |
 /// | `RECEIPTKIT_SWEEP_INTERVAL` | seconds between two looks for changes time alone made (an expiry with no notification), default `60` |
 /// | `RECEIPTKIT_WEBHOOK_URL`, `RECEIPTKIT_WEBHOOK_SECRET` | where each event is POSTed, and the key of its signature (both or neither) |
@@ -32,8 +34,11 @@ public struct ServerConfiguration: Sendable {
     public var host: String
     /// The port the server binds to (0: any free port).
     public var port: Int
-    /// What the shared ``AppStoreVerifier`` trusts and checks.
+    /// What the shared ``AppStoreVerifier`` trusts and checks: the apps and environments served.
     public var verifier: AppStoreVerifier.Configuration
+    /// What the configuration means that a reader of the variables may not expect, said in the
+    /// log at start (`RECEIPTKIT_ENVIRONMENT=Production` serving Sandbox too).
+    public var notices: [String] = []
     /// Where events, states and customer links are kept.
     public var database: DatabaseLocation
     /// A bearer token of `/v1/*` and `/verifyReceipt` with scope `admin`, or `nil`.
@@ -87,24 +92,16 @@ public struct ServerConfiguration: Sendable {
     /// Reads the configuration from environment variables (see ``ServerConfiguration``).
     ///
     /// A server must not accept another app's notifications, which Apple signs just as well as
-    /// yours: the bundle id and the environment are required, and, as in Apple's own libraries,
-    /// the App Apple ID too in `Production`. A server bound to anything but loopback refuses to
-    /// start without `RECEIPTKIT_API_TOKEN`.
+    /// yours: the apps and the environments are required, and, as in Apple's own libraries, each
+    /// app's App Apple ID too when Production is served. A server bound to anything but loopback
+    /// refuses to start without an API token.
     ///
     /// - Parameter environment: The process environment, or any dictionary in its shape.
     /// - Throws: ``ConfigurationError`` naming the variable that is missing or wrong.
     public init(environment: [String: String]) throws(ConfigurationError) {
         let variables = EnvironmentVariables(environment)
-        let bundleId = try variables.required("RECEIPTKIT_BUNDLE_ID", "your app's bundle id")
-        let environmentName = try variables.required("RECEIPTKIT_ENVIRONMENT", "Production, Sandbox, Xcode or LocalTesting")
-        guard let appStoreEnvironment = AppStoreEnvironment(rawValue: environmentName) else {
-            throw ConfigurationError(
-                "RECEIPTKIT_ENVIRONMENT is \"\(environmentName)\"; expected Production, Sandbox, Xcode or LocalTesting")
-        }
-        let appAppleId = try variables.positiveInteger("RECEIPTKIT_APP_APPLE_ID")
-        if appAppleId == nil, appStoreEnvironment == .production {
-            throw ConfigurationError("RECEIPTKIT_APP_APPLE_ID is required when RECEIPTKIT_ENVIRONMENT is Production")
-        }
+        let (environments, environmentNotice) = try Self.environments(variables)
+        let apps = try Self.apps(variables, servingProduction: environments.contains(.production))
         let anchors = try Self.trustAnchors(
             rootFiles: variables.list("RECEIPTKIT_ROOT_FILE"), pins: variables.list("RECEIPTKIT_PIN_SHA256"))
         let database = try DatabaseLocation(url: variables.value("RECEIPTKIT_DATABASE_URL") ?? "sqlite:receiptkit.sqlite")
@@ -119,13 +116,82 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError(
                 "RECEIPTKIT_API_TOKEN or RECEIPTKIT_API_TOKENS_FILE is required when HOST (\(host)) is not a loopback address: /v1/* and /verifyReceipt would be open to anyone")
         }
-        let appStoreAPI = try AppStoreAPISettings.read(variables, environment: appStoreEnvironment)
+        let appStoreAPI = try AppStoreAPISettings.read(variables, environments: environments)
         let events = try EventSettings.read(variables)
         self.init(
             host: host, port: port,
-            verifier: .init(anchors: anchors, bundleId: bundleId, appAppleId: appAppleId, environment: appStoreEnvironment),
+            verifier: .init(anchors: anchors, apps: apps, environments: environments),
             database: database, apiToken: apiToken, apiTokensFile: apiTokensFile, requestTimeout: requestTimeout,
             appStoreAPI: appStoreAPI, events: events)
+        notices = environmentNotice.map { [$0] } ?? []
+    }
+
+    /// The environments served: `RECEIPTKIT_ENVIRONMENTS`, as listed; or `RECEIPTKIT_ENVIRONMENT`,
+    /// where `Production` means Production and Sandbox — Apple reviews a production build with
+    /// Sandbox purchases and TestFlight buys in Sandbox, and advises one server to take both — said
+    /// in a notice.
+    private static func environments(
+        _ variables: EnvironmentVariables
+    ) throws(ConfigurationError) -> (Set<AppStoreEnvironment>, notice: String?) {
+        switch (variables.value("RECEIPTKIT_ENVIRONMENTS"), variables.value("RECEIPTKIT_ENVIRONMENT")) {
+        case (.some, .some):
+            throw ConfigurationError("RECEIPTKIT_ENVIRONMENTS and RECEIPTKIT_ENVIRONMENT are both set; set one")
+        case (let list?, nil):
+            let environments: Set<AppStoreEnvironment>
+            do {
+                environments = try AppStoreVerifier.Configuration.environments(parsing: [list])
+            } catch {
+                throw ConfigurationError("RECEIPTKIT_ENVIRONMENTS: \(Self.message(error))")
+            }
+            guard !environments.isEmpty else { throw ConfigurationError("RECEIPTKIT_ENVIRONMENTS is empty; name one or more environments") }
+            return (environments, nil)
+        case (nil, let name?):
+            guard let environment = AppStoreEnvironment(rawValue: name) else {
+                throw ConfigurationError("RECEIPTKIT_ENVIRONMENT is \"\(name)\"; expected Production, Sandbox, Xcode or LocalTesting")
+            }
+            guard environment == .production else { return ([environment], nil) }
+            return ([.production, .sandbox], "RECEIPTKIT_ENVIRONMENT=Production serves Sandbox too, as Apple advises: App Review and TestFlight buy in Sandbox. RECEIPTKIT_ENVIRONMENTS=Production refuses Sandbox.")
+        case (nil, nil):
+            throw ConfigurationError(
+                "RECEIPTKIT_ENVIRONMENTS is required: the environments served, Production, Sandbox, Xcode or LocalTesting, comma-separated (or RECEIPTKIT_ENVIRONMENT for one)")
+        }
+    }
+
+    /// The apps served: `RECEIPTKIT_APPS`, or `RECEIPTKIT_BUNDLE_ID` and `RECEIPTKIT_APP_APPLE_ID`
+    /// for one. A server must not accept another app's notifications, which Apple signs just as
+    /// well as yours; as in Apple's own libraries, each app's App Apple ID is required when
+    /// Production is served.
+    private static func apps(_ variables: EnvironmentVariables, servingProduction: Bool) throws(ConfigurationError) -> [AppStoreVerifier.App] {
+        if let list = variables.value("RECEIPTKIT_APPS") {
+            for legacy in ["RECEIPTKIT_BUNDLE_ID", "RECEIPTKIT_APP_APPLE_ID"] where variables.value(legacy) != nil {
+                throw ConfigurationError("RECEIPTKIT_APPS and \(legacy) are both set; give each app in RECEIPTKIT_APPS as BUNDLE_ID:APP_APPLE_ID")
+            }
+            let apps: [AppStoreVerifier.App]
+            do {
+                apps = try AppStoreVerifier.Configuration.apps(parsing: [list])
+            } catch {
+                throw ConfigurationError("RECEIPTKIT_APPS: \(Self.message(error))")
+            }
+            guard !apps.isEmpty else { throw ConfigurationError("RECEIPTKIT_APPS is empty; name one or more apps, BUNDLE_ID[:APP_APPLE_ID]") }
+            if servingProduction, let app = apps.first(where: { $0.appAppleId == nil }) {
+                throw ConfigurationError(
+                    "RECEIPTKIT_APPS: \(app.bundleId ?? "") has no App Apple ID (write \(app.bundleId ?? ""):APP_APPLE_ID); it is required when Production is served")
+            }
+            return apps
+        }
+        guard let bundleId = variables.value("RECEIPTKIT_BUNDLE_ID") else {
+            throw ConfigurationError("RECEIPTKIT_APPS is required: your apps, BUNDLE_ID[:APP_APPLE_ID],… (or RECEIPTKIT_BUNDLE_ID for one)")
+        }
+        let appAppleId = try variables.positiveInteger("RECEIPTKIT_APP_APPLE_ID")
+        if appAppleId == nil, servingProduction {
+            throw ConfigurationError("RECEIPTKIT_APP_APPLE_ID is required when Production is served")
+        }
+        return [AppStoreVerifier.App(bundleId: bundleId, appAppleId: appAppleId)]
+    }
+
+    /// A ReceiptKit error's reason, or any error's description.
+    private static func message(_ error: any Error) -> String {
+        (error as? ReceiptKitError)?.reason ?? "\(error)"
     }
 
     /// Apple's pinned roots, or the roots and pins configured instead of them.

@@ -135,14 +135,22 @@ struct ConsoleOverview {
             byCode: summary.byCode.sorted { $0.key < $1.key }.map { Answer.CodeCount(code: $0.key, count: $0.value) })
     }
 
-    /// `{"enabled", "cursor", "lag_seconds"}`: whether the server reconciles with Apple, the
-    /// instant up to which Get Notification History was read, and how far behind now that is.
+    /// `{"enabled", "cursor", "lag_seconds", "pairs"}`: whether the server reconciles with Apple;
+    /// for each app and environment it calls Apple for, the instant up to which Get Notification
+    /// History was read and how far behind now that is; at the top, the cursor furthest behind.
     private func reconciliation(now: Timestamp) async throws -> Answer.Reconciliation {
+        guard let apple = environment.apple else { return Answer.Reconciliation(enabled: false, cursor: nil, lagSeconds: nil, pairs: []) }
         let store = environment.store
-        let cursor = environment.apple == nil ? nil : try await environment.read { try await store.reconcileCursor() }
-        return Answer.Reconciliation(
-            enabled: environment.apple != nil, cursor: cursor.map { Timestamp(millisecondsSince1970: $0).iso8601 },
-            lagSeconds: cursor.map { max(0, now.millisecondsSince1970 - $0) / 1000 })
+        let stored = try await environment.read { try await store.reconcileCursors() }
+        let pairs = apple.pairs.map { pair in
+            let position = stored.first { $0.bundleId == pair.bundleId && $0.environment == pair.environment.rawValue }?.position
+            return Answer.Cursor(
+                bundleId: pair.bundleId, environment: pair.environment.rawValue,
+                cursor: position.map { Timestamp(millisecondsSince1970: $0).iso8601 },
+                lagSeconds: position.map { max(0, now.millisecondsSince1970 - $0) / 1000 })
+        }
+        let behind = pairs.max { ($0.lagSeconds ?? .max) < ($1.lagSeconds ?? .max) }
+        return Answer.Reconciliation(enabled: true, cursor: behind?.cursor, lagSeconds: behind?.lagSeconds, pairs: pairs)
     }
 
     /// The most dead letters counted (the console links to the list beyond).
@@ -280,6 +288,15 @@ extension ConsoleOverview {
 
         struct Reconciliation: Encodable {
             let enabled: Bool
+            let cursor: String?
+            let lagSeconds: Int64?
+            let pairs: [Cursor]
+        }
+
+        /// One app and environment's reconcile cursor.
+        struct Cursor: Encodable {
+            let bundleId: String
+            let environment: String
             let cursor: String?
             let lagSeconds: Int64?
         }

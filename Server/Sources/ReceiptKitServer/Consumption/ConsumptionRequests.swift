@@ -28,7 +28,7 @@ struct ConsumptionRequests: Sendable {
                 "customer_consented must be true: Apple takes consumption information only with the customer's consent")
         }
         try answer.validate()
-        guard canSend else { throw AppleSync.notConfigured }
+        guard canSend else { throw AppleAPI.notConfigured }
         guard let pending = try await store.consumptionRequest(transactionId: transactionId) else {
             throw APIError(
                 .notFound, "consumption_request_not_found", "no CONSUMPTION_REQUEST notification about transaction \(transactionId) is stored")
@@ -84,4 +84,7 @@ struct StoredConsumptionRequest: Sendable, Hashable {
     var productType: String?
     var deadline: Int64
     var answeredAt: Int64?
+    /// The app and environment of the transaction: where the answer is sent.
+    var bundleId: String
+    var environment: String
 }

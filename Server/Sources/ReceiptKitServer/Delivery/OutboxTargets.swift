@@ -5,21 +5,30 @@ import ReceiptKit
 public struct OutboxTargets: Sendable, Hashable {
     /// `RECEIPTKIT_WEBHOOK_URL`: each event, signed.
     public var webhookURL: String?
+    /// `RECEIPTKIT_WEBHOOK_ENVIRONMENTS`: the environments whose events the webhook gets; `nil`:
+    /// all.
+    public var webhookEnvironments: Set<String>?
     /// `RECEIPTKIT_FORWARD_URLS`: each verified notification, byte for byte.
     public var forwardURLs: [String]
     /// How long a row is tried before it is dead-lettered (`RECEIPTKIT_WEBHOOK_RETRY_HOURS`).
     public var retryWindowMilliseconds: Int64
 
     /// Creates targets; none by default.
-    public init(webhookURL: String? = nil, forwardURLs: [String] = [], retryWindowMilliseconds: Int64 = 72 * 3_600_000) {
+    public init(
+        webhookURL: String? = nil, webhookEnvironments: Set<String>? = nil, forwardURLs: [String] = [],
+        retryWindowMilliseconds: Int64 = 72 * 3_600_000
+    ) {
         self.webhookURL = webhookURL
+        self.webhookEnvironments = webhookEnvironments
         self.forwardURLs = forwardURLs
         self.retryWindowMilliseconds = retryWindowMilliseconds
     }
 
-    /// The webhook's row for an event, if a webhook is configured: its JSON, ordered by its key.
+    /// The webhook's row for an event, if a webhook is configured and takes the event's
+    /// environment: its JSON, ordered by its key.
     func webhookRow(eventId: Int64, json: String, key: SubscriptionKey, at now: Int64) -> OutboxRow? {
-        webhookURL.map { url in
+        guard webhookEnvironments?.contains(key.environment) ?? true else { return nil }
+        return webhookURL.map { url in
             OutboxRow(
                 kind: .webhook, target: url, orderingKey: Self.orderingKey(key), eventId: eventId, body: Array(json.utf8),
                 createdAt: now, giveUpAt: now + retryWindowMilliseconds)

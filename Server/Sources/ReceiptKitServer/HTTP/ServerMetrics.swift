@@ -8,21 +8,25 @@ import ServerSupport
 /// The server's metrics, through swift-metrics with a Prometheus registry of the application's
 /// own (not the process-wide `MetricsSystem`, so that several applications in one test process
 /// count apart). Labels are small fixed sets: route templates, methods, statuses, error codes,
-/// Apple's notification types.
+/// Apple's notification types, the apps and environments served.
 ///
 /// - `receiptkit_http_requests_total{route, method, status}`
 /// - `receiptkit_http_request_duration_seconds{route}` (histogram)
-/// - `receiptkit_verifications_total{result}`: `verified` or ReceiptKit's error code
-/// - `receiptkit_notifications_total{type}`: verified notifications by `notificationType`
-/// - `receiptkit_appstore_api_calls_total{endpoint, status, result}`: calls to the App Store
-///   Server API, by Apple's HTTP status (of the last attempt, after the client's retries; `none`
-///   when no answer came) and the outcome (`ok` or the client's error code)
-/// - `receiptkit_reconcile_rejected_total{code}`: items Apple answered that failed verification
-///   (never stored)
-/// - `receiptkit_reconcile_recovered_total`: notifications reconciliation stored that the
-///   webhook had not
-/// - `receiptkit_reconcile_lag_seconds`: how far the reconcile cursor is behind now
-/// - `receiptkit_feed_events_total{type}`: events written to the feed, by type
+/// - `receiptkit_verifications_total{result, bundle_id, environment}`: `verified` or ReceiptKit's
+///   error code (`-` for the app and environment of an input refused)
+/// - `receiptkit_notifications_total{type, bundle_id, environment}`: verified notifications by
+///   `notificationType`
+/// - `receiptkit_appstore_api_calls_total{endpoint, status, result, bundle_id, environment}`:
+///   calls to the App Store Server API, by Apple's HTTP status (of the last attempt, after the
+///   client's retries; `none` when no answer came) and the outcome (`ok` or the client's error
+///   code)
+/// - `receiptkit_reconcile_rejected_total{code, bundle_id, environment}`: items Apple answered
+///   that failed verification (never stored)
+/// - `receiptkit_reconcile_recovered_total{bundle_id, environment}`: notifications
+///   reconciliation stored that the webhook had not
+/// - `receiptkit_reconcile_lag_seconds{bundle_id, environment}`: how far a reconcile cursor is
+///   behind now
+/// - `receiptkit_feed_events_total{type, bundle_id, environment}`: events written to the feed
 /// - `receiptkit_deliveries_total{destination, outcome}`: outbox attempts by destination
 ///   (`webhook`, `forward:HOST[:PORT]`, `apple`) and outcome (`delivered`, `retried`,
 ///   `dead_lettered`)
@@ -56,35 +60,45 @@ final class ServerMetrics: Sendable {
         timer.recordNanoseconds(duration.wholeNanoseconds)
     }
 
-    func verification(result: String) {
-        counter("receiptkit_verifications_total", [("result", result)]).increment()
+    /// A verification's result; the app and environment of a verified input (`-` for one refused:
+    /// what it claims is not established).
+    func verification(result: String, bundleId: String = "-", environment: String = "-") {
+        counter("receiptkit_verifications_total", [("result", result), ("bundle_id", bundleId), ("environment", environment)])
+            .increment()
     }
 
-    func notification(type: String) {
-        counter("receiptkit_notifications_total", [("type", type)]).increment()
+    func notification(type: String, bundleId: String, environment: String) {
+        counter("receiptkit_notifications_total", [("type", type), ("bundle_id", bundleId), ("environment", environment)]).increment()
     }
 
-    func appStoreCall(endpoint: String, status: Int?, result: String) {
+    func appStoreCall(endpoint: String, status: Int?, result: String, bundleId: String, environment: String) {
         counter(
             "receiptkit_appstore_api_calls_total",
-            [("endpoint", endpoint), ("status", status.map(String.init) ?? "none"), ("result", result)]
+            [
+                ("endpoint", endpoint), ("status", status.map(String.init) ?? "none"), ("result", result), ("bundle_id", bundleId),
+                ("environment", environment),
+            ]
         ).increment()
     }
 
-    func reconcileRejected(code: String) {
-        counter("receiptkit_reconcile_rejected_total", [("code", code)]).increment()
+    func reconcileRejected(code: String, bundleId: String, environment: String) {
+        counter("receiptkit_reconcile_rejected_total", [("code", code), ("bundle_id", bundleId), ("environment", environment)])
+            .increment()
     }
 
-    func reconcileRecovered(_ count: Int) {
-        counter("receiptkit_reconcile_recovered_total", []).increment(by: count)
+    func reconcileRecovered(_ count: Int, bundleId: String, environment: String) {
+        counter("receiptkit_reconcile_recovered_total", [("bundle_id", bundleId), ("environment", environment)]).increment(by: count)
     }
 
-    func reconcileLag(seconds: Double) {
-        Gauge(label: "receiptkit_reconcile_lag_seconds", dimensions: [], factory: factory).record(seconds)
+    func reconcileLag(seconds: Double, bundleId: String, environment: String) {
+        Gauge(
+            label: "receiptkit_reconcile_lag_seconds", dimensions: [("bundle_id", bundleId), ("environment", environment)],
+            factory: factory
+        ).record(seconds)
     }
 
-    func feedEvent(type: String) {
-        counter("receiptkit_feed_events_total", [("type", type)]).increment()
+    func feedEvent(type: String, bundleId: String, environment: String) {
+        counter("receiptkit_feed_events_total", [("type", type), ("bundle_id", bundleId), ("environment", environment)]).increment()
     }
 
     func delivery(destination: String, outcome: String) {

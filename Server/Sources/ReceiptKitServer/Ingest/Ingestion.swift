@@ -24,8 +24,12 @@ struct Ingestion: Sendable {
         let error: ReceiptKitError
     }
 
-    /// The bundle id every input carries (renewal infos carry none and are keyed under it).
-    var bundleId: String { verifier.configuration.bundleId ?? "" }
+    /// The bundle id a verified record is of: the configured app it matched, or the one given
+    /// (the app Apple was asked for, for a renewal info Apple answered, which carries none), or
+    /// the only app served.
+    func bundleId(of record: VerificationRecord, given: String? = nil) -> String {
+        record.matchedApp?.bundleId ?? given ?? verifier.configuration.bundleId ?? ""
+    }
 
     /// Verifies and records a notification's webhook body, `{"signedPayload": "…"}`.
     ///
@@ -34,7 +38,8 @@ struct Ingestion: Sendable {
     func notification(_ body: [UInt8], receivedAt: Timestamp) async throws -> Recorded {
         let record = try verified { VerificationRecord(try verifier.verifyNotificationBody(body)) }
         let recorded = try await self.record(record, raw: body, customerId: nil, receivedAt: receivedAt, source: .webhook)
-        metrics.notification(type: record.notification?.rawNotificationType ?? "-")
+        metrics.notification(
+            type: record.notification?.rawNotificationType ?? "-", bundleId: bundleId(of: record), environment: record.environment ?? "-")
         return recorded
     }
 
@@ -68,18 +73,21 @@ struct Ingestion: Sendable {
     /// Records a verified record: its input made and recorded, linked to `customerId` (and to each
     /// transaction's `appAccountToken`).
     ///
-    /// - Parameter skipsRepeats: For the items Apple answers the App Store Server API with, which
-    ///   it signs anew for every answer: one that only repeats what is stored is not recorded
-    ///   again (``VerifiedInput/skipsRepeats``).
+    /// - Parameters:
+    ///   - skipsRepeats: For the items Apple answers the App Store Server API with, which it signs
+    ///     anew for every answer: one that only repeats what is stored is not recorded again
+    ///     (``VerifiedInput/skipsRepeats``).
+    ///   - bundleId: The app Apple was asked for, for what the App Store Server API answered.
     /// - Throws: 400 `invalid_request` when the record carries no identifier to store it by;
     ///   ``StoreError`` when the database fails; `CancellationError` when the calling task is
     ///   cancelled first (the write may still commit, which is harmless: a replay changes nothing).
     func record(
         _ record: VerificationRecord, raw: [UInt8], customerId: String?, receivedAt: Timestamp, source: EventCause.Source,
-        skipsRepeats: Bool = false
+        skipsRepeats: Bool = false, bundleId: String? = nil
     ) async throws -> Recorded {
         var input = try VerifiedInput(
-            record: record, raw: raw, bundleId: bundleId, customerId: customerId, receivedAt: receivedAt, source: source)
+            record: record, raw: raw, bundleId: self.bundleId(of: record, given: bundleId), customerId: customerId,
+            receivedAt: receivedAt, source: source)
         input.skipsRepeats = skipsRepeats
         let isNew = try await store.record(input)
         return Recorded(record: record, input: input, isNew: isNew)
@@ -89,7 +97,7 @@ struct Ingestion: Sendable {
     func verified(_ outcome: VerificationOutcome) throws(Rejected) -> VerificationRecord {
         switch outcome {
         case .verified(let record):
-            metrics.verification(result: "verified")
+            metrics.verification(result: "verified", bundleId: bundleId(of: record), environment: record.environment ?? "-")
             return record
         case .rejected(let error):
             metrics.verification(result: error.code.rawValue)

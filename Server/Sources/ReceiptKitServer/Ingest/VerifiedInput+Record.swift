@@ -32,7 +32,7 @@ extension VerifiedInput {
                 links.append(CustomerLink(customerId: token, key: key))
             }
         }
-        guard let dedupKey = Self.dedupKey(of: record) else {
+        guard let dedupKey = Self.dedupKey(of: record, bundleId: bundleId) else {
             throw APIError.invalidRequest("the \(record.kind.rawValue) carries no identifier to store it by")
         }
         let nested = [record.notification?.data?.signedTransactionInfo, record.notification?.data?.signedRenewalInfo]
@@ -42,6 +42,7 @@ extension VerifiedInput {
             receivedAt: receivedAt.millisecondsSince1970,
             keys: keys, copies: EntitlementLedger.copies(of: record), links: links, cause: Self.cause(of: record, source: source),
             consumption: ConsumptionNotice.of(record, bundleId: bundleId, receivedAt: receivedAt))
+        legacyDedupKey = Self.legacyDedupKey(of: record)
     }
 
     /// The cause the feed names for a record: a notification by its UUID, type and subtype, with
@@ -58,22 +59,25 @@ extension VerifiedInput {
     ///
     /// - a notification: its `notificationUUID` (Apple's retries of one notification carry the
     ///   same UUID; the UUIDs of different notifications differ);
-    /// - a transaction: its transaction id and signed date (a later copy, with a revocation, is
-    ///   new);
-    /// - renewal info: its original transaction id and signed date;
+    /// - a transaction: its app, environment, transaction id and signed date (a later copy, with
+    ///   a revocation, is new; one id in Production and in Sandbox is two transactions);
+    /// - renewal info: its app, environment, original transaction id and signed date;
     /// - a legacy receipt: its creation date and opaque value (random per receipt Apple issues);
     /// - anything else, or one of these without its identifier: `nil`, not stored.
-    static func dedupKey(of record: VerificationRecord) -> String? {
+    ///
+    /// - Parameter bundleId: The app a renewal info is keyed under (it carries none).
+    static func dedupKey(of record: VerificationRecord, bundleId: String) -> String? {
         switch record.kind {
         case .notification:
             if let uuid = record.notification?.notificationUUID, !uuid.isEmpty { return "notification:\(uuid)" }
         case .transaction:
             if let transaction = record.transactions.first, let id = transaction.transactionId {
-                return "transaction:\(id):\(transaction.signedDate?.millisecondsSince1970 ?? 0)"
+                let signed = transaction.signedDate?.millisecondsSince1970 ?? 0
+                return "transaction:\(transaction.bundleId ?? ""):\(transaction.environment ?? ""):\(id):\(signed)"
             }
         case .renewalInfo:
             if let info = record.renewalInfo, let id = info.originalTransactionId {
-                return "renewal_info:\(id):\(info.signedDate?.millisecondsSince1970 ?? 0)"
+                return "renewal_info:\(bundleId):\(info.rawEnvironment ?? ""):\(id):\(info.signedDate?.millisecondsSince1970 ?? 0)"
             }
         case .receipt:
             if let receipt = record.receipt {
@@ -84,6 +88,21 @@ extension VerifiedInput {
             break
         }
         return nil
+    }
+
+    /// The dedup key servers before v11 gave a transaction or renewal info (without its app and
+    /// environment), which a replay of one they stored still finds; `nil` for other kinds.
+    static func legacyDedupKey(of record: VerificationRecord) -> String? {
+        switch record.kind {
+        case .transaction:
+            guard let transaction = record.transactions.first, let id = transaction.transactionId else { return nil }
+            return "transaction:\(id):\(transaction.signedDate?.millisecondsSince1970 ?? 0)"
+        case .renewalInfo:
+            guard let info = record.renewalInfo, let id = info.originalTransactionId else { return nil }
+            return "renewal_info:\(id):\(info.signedDate?.millisecondsSince1970 ?? 0)"
+        default:
+            return nil
+        }
     }
 
     /// The keys a record touches, sorted: one per original transaction id among its

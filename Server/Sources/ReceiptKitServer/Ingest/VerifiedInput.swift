@@ -5,9 +5,14 @@ public import ReceiptKit
 /// ledger copies it folds in and the customers it links (made from a verified record only:
 /// ``init(record:raw:bundleId:customerId:receivedAt:source:)``).
 public struct VerifiedInput: Sendable {
-    /// What makes a replay a replay: `notification:UUID`, `transaction:ID:SIGNED_MS`,
-    /// `renewal_info:ORIGINAL_ID:SIGNED_MS`, `receipt:CREATED_MS:OPAQUE_HEX`.
+    /// What makes a replay a replay: `notification:UUID`,
+    /// `transaction:BUNDLE_ID:ENVIRONMENT:ID:SIGNED_MS`,
+    /// `renewal_info:BUNDLE_ID:ENVIRONMENT:ORIGINAL_ID:SIGNED_MS`, `receipt:CREATED_MS:OPAQUE_HEX`.
     public var dedupKey: String
+    /// The dedup key a server before v11 gave the same input (`transaction:ID:SIGNED_MS`,
+    /// `renewal_info:ORIGINAL_ID:SIGNED_MS`), if it had another: an input stored under it is a
+    /// replay too.
+    public var legacyDedupKey: String?
     /// The record's kind, as `verify-receipt` prints it (`notification`, `transaction`, …).
     public var kind: String
     /// The input's bytes as received.

@@ -15,9 +15,10 @@ struct AppleSync: Sendable {
     let ingestion: Ingestion
     let metrics: ServerMetrics
     let logger: Logger
+    /// The app this sync's client calls Apple for (its token's `bid`).
     let bundleId: String
-    /// The environment's name as keys carry it (`Sandbox`, `Production`, …).
-    let environmentName: String
+    /// The environment this sync's client calls Apple in.
+    let environment: AppStoreEnvironment
 
     /// What Apple answered for a customer, verified, not yet stored.
     struct Fetched: Sendable {
@@ -101,7 +102,7 @@ struct AppleSync: Sendable {
     ///   - customerId: A customer to link every key the fetch touches to, if any.
     /// - Returns: What was stored.
     func sync(originalTransactionId: String, customerId: String?, receivedAt: Timestamp) async throws -> Stored {
-        let key = SubscriptionKey(bundleId: bundleId, environment: environmentName, originalTransactionId: originalTransactionId)
+        let key = SubscriptionKey(bundleId: bundleId, environment: environment.rawValue, originalTransactionId: originalTransactionId)
         let database = ingestion.store
         let revision = try await database.run { try await database.historyRevision(of: key) }
         let fetched = try await fetch(transactionId: originalTransactionId, revision: revision)
@@ -132,7 +133,8 @@ struct AppleSync: Sendable {
         for (record, raw, transactionId) in records {
             // Apple signs every answer anew: a copy that only repeats the stored one is not new.
             let recorded = try await ingestion.record(
-                record, raw: raw, customerId: customerId, receivedAt: receivedAt, source: .reconcile, skipsRepeats: true)
+                record, raw: raw, customerId: customerId, receivedAt: receivedAt, source: .reconcile, skipsRepeats: true,
+                bundleId: bundleId)
             if recorded.isNew { stored.new += 1 } else { stored.replays += 1 }
             stored.keys.formUnion(recorded.input.keys)
             if let transactionId { stored.records[transactionId] = recorded.input.record }
@@ -149,10 +151,12 @@ struct AppleSync: Sendable {
         }
         do {
             try await client.sendConsumptionInformation(delivery.target, request)
-            metrics.appStoreCall(endpoint: "consumption", status: 202, result: "ok")
+            metrics.appStoreCall(endpoint: "consumption", status: 202, result: "ok", bundleId: bundleId, environment: environment.rawValue)
             return .accepted(status: 202)
         } catch let error as AppStoreServerAPIError {
-            metrics.appStoreCall(endpoint: "consumption", status: error.httpStatus, result: error.code.rawValue)
+            metrics.appStoreCall(
+                endpoint: "consumption", status: error.httpStatus, result: error.code.rawValue, bundleId: bundleId,
+                environment: environment.rawValue)
             switch error.code {
             case .rateLimited, .serverError, .connectionFailed, .timeout, .unauthorized:
                 return .failed(status: error.httpStatus, error: error.description)
@@ -164,11 +168,6 @@ struct AppleSync: Sendable {
         }
     }
 
-    /// The answer of a route that needs Apple when no In-App Purchase key is configured.
-    static let notConfigured = APIError(
-        .notImplemented, "reconciliation_off",
-        "this needs the App Store Server API: set RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE")
-
     /// Apple's transaction ids are decimal numbers; anything else is 400 before Apple is asked.
     static func checkTransactionId(_ id: String, name: String = "transaction_id") throws(APIError) {
         guard !id.isEmpty, id.utf8.count <= 64, id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
@@ -178,7 +177,7 @@ struct AppleSync: Sendable {
 
     private func rejected(_ items: [RejectedItem], into fetched: inout Fetched) {
         for item in items {
-            metrics.reconcileRejected(code: item.error.code.rawValue)
+            metrics.reconcileRejected(code: item.error.code.rawValue, bundleId: bundleId, environment: environment.rawValue)
             logger.warning(
                 "an item Apple answered did not verify and is not stored",
                 metadata: ["field": "\(item.field)", "code": "\(item.error.code.rawValue)", "reason": "\(item.error.message)"])
@@ -194,12 +193,15 @@ struct AppleSync: Sendable {
         do {
             let answer = try await body()
             // Every endpoint the service calls answers 200 when it answers at all.
-            metrics.appStoreCall(endpoint: endpoint, status: 200, result: "ok")
+            metrics.appStoreCall(endpoint: endpoint, status: 200, result: "ok", bundleId: bundleId, environment: environment.rawValue)
             return answer
         } catch let error as AppStoreServerAPIError {
-            metrics.appStoreCall(endpoint: endpoint, status: error.httpStatus, result: error.code.rawValue)
+            metrics.appStoreCall(
+                endpoint: endpoint, status: error.httpStatus, result: error.code.rawValue, bundleId: bundleId,
+                environment: environment.rawValue)
             logger.notice(
-                "the App Store Server API failed", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+                "the App Store Server API failed",
+                metadata: ["endpoint": "\(endpoint)", "bundle_id": "\(bundleId)", "environment": "\(environment.rawValue)", "error": "\(error)"])
             throw Self.apiError(error, transactionId: transactionId)
         }
     }

@@ -6,10 +6,12 @@ import PostgresNIO
 import ReceiptKit
 
 /// `receiptkit-server sync --from FILE`: a migration's backfill. Each line of the file is a
-/// transaction id, optionally followed by a tab and a customer id; blank lines and lines starting
-/// with `#` are skipped. For each, the customer's history (every page) and statuses are fetched,
-/// verified and stored as `POST /v1/transactions {"transaction_id"}` stores them, and the key's
-/// revision token remembered.
+/// transaction id, optionally followed by a tab and a customer id, and a tab and the app's bundle
+/// id (required when several apps are served); blank lines and lines starting with `#` are
+/// skipped. For each, the customer's history (every page) and statuses are fetched — from
+/// Production, or from Sandbox when Production does not know the transaction — verified and
+/// stored as `POST /v1/transactions {"transaction_id"}` stores them, and the key's revision token
+/// remembered.
 ///
 /// Within Apple's rate limits: the client honours 429's `Retry-After` and backs off on 5xx; a
 /// line Apple stays unavailable for is tried again after its `Retry-After`, up to
@@ -67,9 +69,9 @@ public enum BulkSync {
         progress: @escaping @Sendable (String) -> Void, clock: @escaping @Sendable () -> Date
     ) async throws -> Summary {
         try await store.migrate()
-        let verifier = AppStoreVerifier(configuration.verifier)
-        guard let apple = try makeAppleSync(
-            configuration, verifier: verifier, store: store, metrics: ServerMetrics(), logger: logger, clock: clock)
+        let metrics = ServerMetrics()
+        let ingestion = Ingestion(verifier: AppStoreVerifier(configuration.verifier), store: store, metrics: metrics)
+        guard let apple = try AppleAPI.make(configuration, ingestion: ingestion, metrics: metrics, logger: logger, clock: clock)
         else { throw ConfigurationError("sync needs RECEIPTKIT_APPSTORE_*") }
         let progressFile = file + ".progress"
         let done = (try? String(contentsOfFile: progressFile, encoding: .utf8))
@@ -84,18 +86,21 @@ public enum BulkSync {
             }
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if !trimmed.isEmpty, !trimmed.hasPrefix("#") {
-                let fields = line.split(separator: "\t", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                let fields = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false)
+                    .map { $0.trimmingCharacters(in: .whitespaces) }
                 let transactionId = fields[0]
                 let customerId = fields.count > 1 && !fields[1].isEmpty ? fields[1] : nil
+                let bundleId = fields.count > 2 && !fields[2].isEmpty ? fields[2] : nil
                 var tries = 0
                 while true {
                     tries += 1
                     do {
                         try AppleSync.checkTransactionId(transactionId, name: "the transaction id")
                         let now = Timestamp(clock())
-                        let fetched = try await apple.fetch(transactionId: transactionId)
-                        let stored = try await apple.store(fetched, customerId: customerId, receivedAt: now)
-                        try await apple.remember(fetched, keys: stored.keys, at: now)
+                        let syncs = try apple.syncs(bundleId: apple.bundleId(bundleId), environment: nil)
+                        let (sync, fetched) = try await apple.fetch(transactionId: transactionId, from: syncs)
+                        let stored = try await sync.store(fetched, customerId: customerId, receivedAt: now)
+                        try await sync.remember(fetched, keys: stored.keys, at: now)
                         summary.synced += 1
                         summary.stored += stored.new
                         summary.rejected += fetched.rejected.count

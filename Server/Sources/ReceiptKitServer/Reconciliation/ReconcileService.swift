@@ -21,13 +21,25 @@ struct ReconcileService: Service {
                 switch try await reconciler.run(since: nil, now: Timestamp(clock())) {
                 case .busy:
                     logger.debug("another server is reconciling")
-                case .ran(let report):
-                    logger.info(
-                        "reconciled with Apple's notification history",
-                        metadata: [
-                            "start": "\(report.start)", "end": "\(report.end)", "notifications": "\(report.notifications)",
-                            "recovered": "\(report.recovered)", "rejected": "\(report.rejected)",
-                        ])
+                case .ran(let outcomes):
+                    for outcome in outcomes {
+                        switch outcome {
+                        case .ran(let report):
+                            logger.info(
+                                "reconciled with Apple's notification history",
+                                metadata: [
+                                    "bundle_id": "\(report.pair.bundleId)", "environment": "\(report.pair.environment.rawValue)",
+                                    "start": "\(report.start)", "end": "\(report.end)", "notifications": "\(report.notifications)",
+                                    "recovered": "\(report.recovered)", "rejected": "\(report.rejected)",
+                                ])
+                        case .failed(let pair, let error):
+                            logger.warning(
+                                "reconciling one app and environment failed; its cursor stays and the next run reads its window again",
+                                metadata: [
+                                    "bundle_id": "\(pair.bundleId)", "environment": "\(pair.environment.rawValue)", "error": "\(error)",
+                                ])
+                        }
+                    }
                 }
             } catch is CancellationError {
                 return

@@ -10,16 +10,20 @@ import ReceiptKit
 /// body `{"signedPayload": …}`, the same dedup key `notification:UUID` — so one the webhook
 /// delivered is a replay and changes nothing.
 ///
-/// One server at a time: a run holds the store's reconcile lock
-/// (``ReconcileStore/withReconcileLock(_:)``) and owns the cursor meanwhile; another run answers
-/// ``Outcome/busy``. The lock goes with its process, so a server killed mid-window delays the
+/// Each app and environment has its own cursor, and a window each run: one failing (Apple
+/// unavailable for it, a key it refuses) keeps its cursor and holds back none of the others.
+///
+/// One server at a time: a run holds the store's reconcile lock (``Store/withReconcileLock(_:)``)
+/// and owns the cursors meanwhile; another run answers ``Outcome/busy``. The lock goes with its process, so a server killed mid-window delays the
 /// next run not at all. Each notification is its own committed event; the cursor advances to the
 /// window's end only once every page is stored, so a run cut short (the process killed, Apple
 /// failing) leaves the cursor where it was and the next run reads the window again, finding what
 /// was stored as replays.
 struct Reconciler: Sendable {
-    let sync: AppleSync
-    /// Who owns the cursor during a run: this process.
+    /// The App Store Server API of each app and environment: one cursor each.
+    let api: AppleAPI
+    let store: Store
+    /// Who owns the cursors during a run: this process.
     let owner: String
     /// How far before the cursor a window starts: a notification Apple records a little late
     /// (its send attempt after the instant we read up to) is still found.
@@ -29,8 +33,9 @@ struct Reconciler: Sendable {
     /// Apple's horizon: Get Notification History answers the last 180 days (less a margin).
     var horizon: Int64 = 180 * 86_400_000 - 60 * 60 * 1000
 
-    /// What a run found.
+    /// What a run found for one app and environment.
     struct Report: Sendable {
+        let pair: AppleAPI.Pair
         var start: Timestamp
         var end: Timestamp
         var pages = 0
@@ -42,47 +47,71 @@ struct Reconciler: Sendable {
         var rejected = 0
     }
 
-    enum Outcome: Sendable {
+    /// How one app and environment's window went: read, or failed (its cursor stays).
+    enum PairOutcome: Sendable {
         case ran(Report)
+        case failed(AppleAPI.Pair, APIError)
+    }
+
+    enum Outcome: Sendable {
+        /// Each pair's window, in ``AppleAPI/pairs`` order.
+        case ran([PairOutcome])
         /// Another run holds the reconcile lock.
         case busy
     }
 
-    /// Runs one window, from `since` (or the cursor) to `now`.
+    /// Runs one window for every app and environment, each from `since` (or its cursor) to `now`.
+    /// A pair whose window fails keeps its cursor and does not hold back the others.
     ///
-    /// - Throws: ``APIError`` when Apple fails (the cursor stays), ``StoreError`` when the database does.
+    /// - Throws: The first pair's error when every pair failed: ``APIError`` when Apple fails,
+    ///   ``StoreError`` when the database does.
     func run(since: Timestamp?, now: Timestamp) async throws -> Outcome {
-        let store = sync.ingestion.store
+        let store = self.store
         let owner = self.owner
-        let ran = try await store.withReconcileLock { () async throws -> Report in
-            try await store.run { try await store.claimReconcileCursor(owner: owner) }
+        let pairs = api.pairs
+        let ran = try await store.withReconcileLock { () async throws -> [PairOutcome] in
             // Given up even when the run was cancelled (a request's timeout, a shutdown): in a
             // task of its own, which the caller's cancellation does not reach.
-            let release = { @Sendable in _ = await Task { try? await store.releaseReconcileCursor(owner: owner) }.value }
-            do {
-                let report = try await window(since: since, now: now)
-                await release()
-                return report
-            } catch {
-                await release()
-                throw error
+            let release = { @Sendable in _ = await Task { try? await store.releaseReconcileCursors(owner: owner) }.value }
+            var outcomes: [PairOutcome] = []
+            var firstError: (any Error)?
+            for pair in pairs {
+                do {
+                    try await store.run { try await store.claimReconcileCursor(bundleId: pair.bundleId, environment: pair.environment.rawValue, owner: owner) }
+                    outcomes.append(.ran(try await window(pair, since: since, now: now)))
+                } catch let error as APIError {
+                    firstError = firstError ?? error
+                    outcomes.append(.failed(pair, error))
+                } catch let error as CancellationError {
+                    await release()
+                    throw error
+                } catch {
+                    firstError = firstError ?? error
+                    outcomes.append(.failed(pair, APIError.databaseUnavailable))
+                }
             }
+            await release()
+            if let firstError, !outcomes.contains(where: { if case .ran = $0 { true } else { false } }) { throw firstError }
+            return outcomes
         }
         return ran.map(Outcome.ran) ?? .busy
     }
 
-    private func window(since: Timestamp?, now: Timestamp) async throws -> Report {
-        let store = sync.ingestion.store
+    private func window(_ pair: AppleAPI.Pair, since: Timestamp?, now: Timestamp) async throws -> Report {
+        guard let sync = api.syncs[pair] else { throw AppleAPI.notConfigured }
+        let store = self.store
         let owner = self.owner
+        let (bundleId, environment) = (pair.bundleId, pair.environment.rawValue)
         let nowMs = now.millisecondsSince1970
-        let cursor = try await store.run { try await store.reconcileCursor() }
-        if let cursor { sync.metrics.reconcileLag(seconds: Double(max(0, nowMs - cursor)) / 1000) }
+        let cursor = try await store.run { try await store.reconcileCursor(bundleId: bundleId, environment: environment) }
+        if let cursor { sync.metrics.reconcileLag(seconds: Double(max(0, nowMs - cursor)) / 1000, bundleId: bundleId, environment: environment) }
         let start = max(since?.millisecondsSince1970 ?? cursor.map { $0 - overlap } ?? (nowMs - firstWindow), nowMs - horizon)
-        var report = Report(start: Timestamp(millisecondsSince1970: start), end: now)
+        var report = Report(pair: pair, start: Timestamp(millisecondsSince1970: start), end: now)
         guard start < nowMs else { return report }
         let request = NotificationHistoryRequest(startDate: report.start, endDate: now)
         var token: String?
         var seen: Set<String> = []
+        let takenOver = APIError(.conflict, "reconcile_taken_over", "another server's run took the reconcile cursor over; this run stopped")
         for _ in 0..<AppleSync.maximumPages {
             let page = try await sync.call("notification_history") { [token] in
                 try await sync.client.notificationHistory(request, paginationToken: token)
@@ -92,30 +121,34 @@ struct Reconciler: Sendable {
                 let signedPayload = item.notification.signedPayload
                 let raw = Array(#"{"signedPayload":"\#(signedPayload)"}"#.utf8)
                 let record = VerificationRecord(item.notification.verified)
-                let recorded = try await sync.ingestion.record(record, raw: raw, customerId: nil, receivedAt: now, source: .reconcile)
+                let recorded = try await sync.ingestion.record(
+                    record, raw: raw, customerId: nil, receivedAt: now, source: .reconcile, bundleId: bundleId)
                 report.notifications += 1
                 if recorded.isNew {
                     report.recovered += 1
-                    sync.metrics.notification(type: record.notification?.rawNotificationType ?? "-")
+                    sync.metrics.notification(type: record.notification?.rawNotificationType ?? "-", bundleId: bundleId, environment: environment)
                 }
             }
             report.rejected += page.rejected.count
             for item in page.rejected {
-                sync.metrics.reconcileRejected(code: item.error.code.rawValue)
+                sync.metrics.reconcileRejected(code: item.error.code.rawValue, bundleId: bundleId, environment: environment)
                 sync.logger.warning(
                     "a notification Apple's history answered did not verify and is not stored",
-                    metadata: ["field": "\(item.field)", "code": "\(item.error.code.rawValue)", "reason": "\(item.error.message)"])
+                    metadata: [
+                        "bundle_id": "\(bundleId)", "environment": "\(environment)", "field": "\(item.field)",
+                        "code": "\(item.error.code.rawValue)", "reason": "\(item.error.message)",
+                    ])
             }
             // Still ours? (Moving the cursor to the window's start leaves it where it is.)
-            guard try await store.run({ try await store.advanceReconcileCursor(to: start, owner: owner) })
-            else { throw APIError(.conflict, "reconcile_taken_over", "another server's run took the reconcile cursor over; this run stopped") }
+            guard try await store.run({ try await store.advanceReconcileCursor(to: start, bundleId: bundleId, environment: environment, owner: owner) })
+            else { throw takenOver }
             guard page.hasMore, let next = page.paginationToken, seen.insert(next).inserted else { break }
             token = next
         }
-        guard try await store.run({ try await store.advanceReconcileCursor(to: nowMs, owner: owner) })
-        else { throw APIError(.conflict, "reconcile_taken_over", "another server's run took the reconcile cursor over; this run stopped") }
-        sync.metrics.reconcileRecovered(report.recovered)
-        sync.metrics.reconcileLag(seconds: 0)
+        guard try await store.run({ try await store.advanceReconcileCursor(to: nowMs, bundleId: bundleId, environment: environment, owner: owner) })
+        else { throw takenOver }
+        sync.metrics.reconcileRecovered(report.recovered, bundleId: bundleId, environment: environment)
+        sync.metrics.reconcileLag(seconds: 0, bundleId: bundleId, environment: environment)
         return report
     }
 }

@@ -4,9 +4,10 @@ import ReceiptKit
 
 /// The feed of what changed (``FeedDerivation``), oldest first, read with a cursor:
 ///
-/// - `GET /v1/events[?after=ID][&limit=N]`: every event after `ID`.
-/// - `GET /v1/customers/{customer_id}/events[?after=ID][&limit=N]`: the events of the
-///   subscriptions linked to the customer.
+/// - `GET /v1/events[?after=ID][&limit=N][&bundle_id=…][&environment=…]`: every event after
+///   `ID`, of the app and environment selected.
+/// - `GET /v1/customers/{customer_id}/events[?after=ID][&limit=N][&bundle_id=…][&environment=…]`:
+///   the events of the subscriptions linked to the customer.
 ///
 /// Both answer `{"events": [event, …], "after": ID, "has_more": bool}`: `after` is the id of the
 /// last event returned (or the one given, when none was), to send as `after` next time. A
@@ -21,16 +22,21 @@ struct FeedController {
     func add(to group: RouterGroup<ServerRequestContext>) {
         group.route(.get, "events", scope: .read) { request, _ in
             let (after, limit) = try Self.cursor(request)
+            let filter = try KeyFilter(request)
             let store = environment.store
-            let events = try await environment.read { try await store.events(after: after, limit: limit + 1) }
+            let events = try await environment.read {
+                try await store.events(after: after, limit: limit + 1, bundleId: filter.bundleId, environment: filter.environment)
+            }
             return try Response.json(EventPage(events, after: after, limit: limit))
         }
         group.route(.get, "customers/{customer_id}/events", scope: .read) { request, context in
             let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
             let (after, limit) = try Self.cursor(request)
+            let filter = try KeyFilter(request)
             let store = environment.store
             let events = try await environment.read {
-                try await store.events(customerId: customerId, after: after, limit: limit + 1)
+                try await store.events(
+                    customerId: customerId, after: after, limit: limit + 1, bundleId: filter.bundleId, environment: filter.environment)
             }
             return try Response.json(EventPage(events, after: after, limit: limit, customerId: customerId))
         }

@@ -18,7 +18,8 @@ import ReceiptKit
 ///   `customer_id`: eligible unless a transaction of theirs in the product's subscription group
 ///   had an introductory offer or a free trial.
 ///
-/// A missing or empty member is 400 `invalid_request`.
+/// `bundle_id` names the app when several are served. A missing or empty member is 400
+/// `invalid_request`.
 struct OfferController {
     let environment: RouteEnvironment
 
@@ -29,10 +30,11 @@ struct OfferController {
     }
 
     func signature(_ request: Request) async throws -> Response {
-        guard let apple = environment.apple else { throw AppleSync.notConfigured }
+        guard let apple = environment.apple else { throw AppleAPI.notConfigured }
         let body = try await environment.body(of: request, upTo: 16 * 1024)
         let fields = try RequestBody.decode(OfferSignatureRequest.self, from: body)
-        let key = apple.client.configuration.key
+        let key = apple.key
+        let bundleId = try apple.bundleId(fields.bundleId)
         let now = environment.now
         let productId = try Self.required(fields.productId, "product_id")
         let answer: OfferSignatureAnswer
@@ -41,13 +43,13 @@ struct OfferController {
             case "promotional_offer":
                 let nonce = UUID()
                 let signature = try PromotionalOfferSignatureV1(
-                    key: key, bundleId: environment.bundleId, productId: productId,
+                    key: key, bundleId: bundleId, productId: productId,
                     offerId: try Self.required(fields.offerId, "offer_id"), appAccountToken: fields.appAccountToken ?? "",
                     nonce: nonce, timestamp: now.millisecondsSince1970)
                 answer = .promotionalOffer(
                     keyId: signature.keyId, nonce: signature.nonce, timestamp: signature.timestamp, signature: signature.signature)
             case "promotional_offer_v2":
-                let signer = try AppStoreRequestSigner(key: key, bundleId: environment.bundleId)
+                let signer = try AppStoreRequestSigner(key: key, bundleId: bundleId)
                 if let id = fields.transactionId { try AppleSync.checkTransactionId(id) }
                 answer = .jws(try signer.promotionalOfferV2(
                     productId: productId, offerIdentifier: try Self.required(fields.offerId, "offer_id"),
@@ -61,7 +63,7 @@ struct OfferController {
                 } else {
                     allow = try await isEligible(productId: productId, transactionId: transactionId, customerId: fields.customerId)
                 }
-                let signer = try AppStoreRequestSigner(key: key, bundleId: environment.bundleId)
+                let signer = try AppStoreRequestSigner(key: key, bundleId: bundleId)
                 answer = .introductoryOfferEligibility(
                     jws: try signer.introductoryOfferEligibility(
                         productId: productId, allowIntroductoryOffer: allow, transactionId: transactionId, issuedAt: now),
@@ -105,6 +107,8 @@ struct OfferSignatureRequest: Decodable {
     var transactionId: String?
     var allowIntroductoryOffer: Bool?
     var customerId: String?
+    /// The app the offer is of (required when several are served).
+    var bundleId: String?
 
     private enum CodingKeys: String, CodingKey {
         case type
@@ -114,6 +118,7 @@ struct OfferSignatureRequest: Decodable {
         case transactionId = "transaction_id"
         case allowIntroductoryOffer = "allow_introductory_offer"
         case customerId = "customer_id"
+        case bundleId = "bundle_id"
     }
 }
 

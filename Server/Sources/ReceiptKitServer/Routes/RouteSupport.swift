@@ -12,12 +12,10 @@ struct RouteEnvironment: Sendable {
     /// How long `/readyz` waits for the database to accept a write before answering 503.
     let readinessTimeout: Duration
     /// The App Store Server API, or `nil` when reconciliation is off.
-    var apple: AppleSync? = nil
+    var apple: AppleAPI? = nil
     /// The notifications this process refused, for the console (never stored).
     let rejections: NotificationRejections
 
-    /// The configured bundle id, which every input must carry (renewal infos carry none).
-    var bundleId: String { verifier.configuration.bundleId ?? "" }
 
     /// The largest JWS body accepted: the verifier's JWS limit plus 1 KiB of JSON around it.
     var jwsBodyLimit: Int { verifier.configuration.maximumJWSSize + 1024 }
@@ -104,9 +102,10 @@ struct RouteEnvironment: Sendable {
     }
 
     /// A customer's entitlements now or as of an instant.
-    func entitlements(customerId: String, at instant: Timestamp) async throws -> Entitlements {
+    func entitlements(customerId: String, at instant: Timestamp, filter: KeyFilter? = nil) async throws -> Entitlements {
         let store = self.store
         let states = try await read { try await store.states(customerId: customerId, at: instant) }
+            .filter { filter?.admits($0.key) ?? true }
         return Entitlements(customerId: customerId, asOf: instant, states: states)
     }
 }
@@ -131,5 +130,45 @@ struct Entitlements: Encodable {
         case customerId = "customer_id"
         case asOf = "as_of"
         case entitled, subscriptions
+    }
+}
+
+/// The `?bundle_id=…&environment=…` a route takes to select among a customer's or an id's
+/// subscriptions: either, both or neither.
+struct KeyFilter: Sendable {
+    let bundleId: String?
+    let environment: String?
+
+    /// The filter of a request's query.
+    ///
+    /// - Throws: 400 `invalid_request` for an empty value or an environment that is not one.
+    init(_ request: Request) throws(APIError) {
+        let query = request.uri.queryParameters
+        bundleId = query.get("bundle_id")
+        environment = query.get("environment")
+        if bundleId?.isEmpty == true { throw APIError.invalidRequest("bundle_id is empty") }
+        if let environment, AppStoreEnvironment(rawValue: environment) == nil {
+            throw APIError.invalidRequest("environment is \"\(environment)\"; expected Production, Sandbox, Xcode or LocalTesting")
+        }
+    }
+
+    /// Whether a subscription is selected.
+    func admits(_ key: SubscriptionKey) -> Bool {
+        (bundleId == nil || bundleId == key.bundleId) && (environment == nil || environment == key.environment)
+    }
+
+    /// The one subscription among `keys` (those an id names, filtered), or `nil` when there is
+    /// none.
+    ///
+    /// - Throws: 409 `ambiguous_subscription` listing them when there are several: one original
+    ///   transaction id in Production and in Sandbox, or in two apps, is two subscriptions.
+    static func one(of keys: [SubscriptionKey], id: String) throws(APIError) -> SubscriptionKey? {
+        guard keys.count <= 1 else {
+            let listed = keys.map { "\($0.bundleId) in \($0.environment)" }.joined(separator: ", ")
+            throw APIError(
+                .conflict, "ambiguous_subscription",
+                "original transaction id \(id) names \(keys.count) subscriptions (\(listed)); select one with ?bundle_id= and ?environment=")
+        }
+        return keys.first
     }
 }

@@ -30,7 +30,12 @@ struct TransactionController {
             guard fields.signedTransaction == nil, fields.receiptData == nil else {
                 throw APIError.invalidRequest("the body has transaction_id and signed_transaction or receipt_data; send one")
             }
-            return try await purchase(transactionId: transactionId, customerId: fields.customerId, context: context)
+            return try await purchase(
+                transactionId: transactionId, customerId: fields.customerId, bundleId: fields.bundleId, environment: fields.environment,
+                context: context)
+        }
+        guard fields.bundleId == nil, fields.environment == nil else {
+            throw APIError.invalidRequest("bundle_id and environment go with transaction_id; a signed purchase names its own")
         }
         let purchase: Ingestion.Purchase
         switch (fields.signedTransaction, fields.receiptData) {
@@ -60,11 +65,16 @@ struct TransactionController {
     /// A purchase reported by its id: the customer's history (every page) and statuses, from
     /// Apple, verified, stored and linked; the answer as for a signed transaction, its `record`
     /// that of the transaction named (or, for an app transaction id, the last one Apple listed)
-    /// and `duplicate` true when nothing Apple answered was new.
-    func purchase(transactionId: String, customerId: String?, context: ServerRequestContext) async throws -> Response {
-        guard let apple = environment.apple else { throw AppleSync.notConfigured }
+    /// and `duplicate` true when nothing Apple answered was new. Apple is asked for the app named
+    /// (required when several are served) in the environment named, or in Production and then,
+    /// when Production does not know the transaction, in Sandbox.
+    func purchase(
+        transactionId: String, customerId: String?, bundleId: String?, environment named: String?, context: ServerRequestContext
+    ) async throws -> Response {
+        guard let apple = environment.apple else { throw AppleAPI.notConfigured }
         try AppleSync.checkTransactionId(transactionId)
-        let fetched = try await apple.fetch(transactionId: transactionId)
+        let syncs = try apple.syncs(bundleId: apple.bundleId(bundleId), environment: named)
+        let (sync, fetched) = try await apple.fetch(transactionId: transactionId, from: syncs)
         guard !fetched.transactions.isEmpty else {
             if !fetched.rejected.isEmpty {
                 throw APIError(
@@ -81,9 +91,9 @@ struct TransactionController {
             throw APIError.invalidRequest(
                 "customer_id is required: the purchases Apple lists carry no appAccountToken to link them to")
         }
-        let stored = try await apple.store(fetched, customerId: customer, receivedAt: environment.now)
+        let stored = try await sync.store(fetched, customerId: customer, receivedAt: environment.now)
         // The whole history was read: a sync of these keys continues from here.
-        try await apple.remember(fetched, keys: stored.keys, at: environment.now)
+        try await sync.remember(fetched, keys: stored.keys, at: environment.now)
         context.notes.update { $0.verdict = "verified"; $0.duplicate = stored.new == 0 }
         return try .json(PurchaseAnswer(
             entitlements: try await environment.entitlements(customerId: customer, at: environment.now), duplicate: stored.new == 0,
@@ -101,12 +111,18 @@ struct TransactionRequest: Decodable {
     var receiptData: String?
     /// A transaction id to fetch from Apple.
     var transactionId: String?
+    /// With `transaction_id`: the app to ask Apple for (required when several are served).
+    var bundleId: String?
+    /// With `transaction_id`: the environment to ask Apple in (default: Production, then Sandbox).
+    var environment: String?
 
     private enum CodingKeys: String, CodingKey {
         case customerId = "customer_id"
         case signedTransaction = "signed_transaction"
         case receiptData = "receipt_data"
         case transactionId = "transaction_id"
+        case bundleId = "bundle_id"
+        case environment
     }
 }
 

@@ -23,7 +23,10 @@ struct VerifyReceiptController {
     }
 
     func verifyReceipt(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let expected = environment.verifier.configuration.environment
+        // 21007 (a test receipt sent to production) when Production is served, 21008 otherwise,
+        // for a receipt of an environment not served; any served environment's receipt is 0.
+        let served = environment.verifier.configuration.environments
+        let expected: AppStoreEnvironment? = served.contains(.production) ? .production : served.first
         let body: [UInt8]
         do {
             body = try await environment.body(of: request, upTo: environment.receiptBodyLimit)
@@ -54,7 +57,8 @@ struct VerifyReceiptController {
             }
             return .json(rendered)
         }
-        environment.metrics.verification(result: "verified")
+        environment.metrics.verification(
+            result: "verified", bundleId: environment.ingestion.bundleId(of: record), environment: record.environment ?? "-")
         let recorded = try await environment.ingestion.record(record, raw: body, customerId: nil, receivedAt: now, source: .app)
         RouteEnvironment.accepted(recorded, context: context)
 

@@ -20,9 +20,10 @@ import ReceiptKit
 /// - `jws_headers` (from v3): each JWS header segment once; an input whose `raw_encoding` is 1
 ///   refers to them instead of carrying them (``RawCompaction``). Inputs stored before v3 keep
 ///   `raw_encoding` 0, their bytes as received.
-/// - `history_revisions`, `reconcile_cursor` (from v7): per key, the revision token Get
-///   Transaction History last answered; the instant up to which Get Notification History has been
-///   read and committed (``ReconcileStatements``).
+/// - `history_revisions` (from v7): per key, the revision token Get Transaction History last
+///   answered (``ReconcileStatements``).
+/// - `reconcile_cursors` (from v11; `reconcile_cursor`, one row, from v7): per app and
+///   environment, the instant up to which Get Notification History has been read and committed.
 /// - `change_events`, `feed_counter` (from v8): the feed's events, their ids drawn from the
 ///   counter in commit order (``FeedStatements``).
 /// - `outbox` (from v8): what is to be sent — webhooks, forwarded notifications, consumption
@@ -331,6 +332,21 @@ enum Schema {
                 RENAME CONSTRAINT event_subscriptions_event_id_fkey TO input_subscriptions_input_id_fkey
                 """,
             ])
+        },
+        // One reconcile cursor per app and environment served (its lease with it); a pair's first
+        // cursor starts where the one cursor before this was (``ReconcileStatements/claim``).
+        Migration(id: "v11-reconcile-cursors") { dialect in
+            [
+                """
+                CREATE TABLE reconcile_cursors (
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    position BIGINT,
+                    lease_owner TEXT,
+                    PRIMARY KEY (bundle_id, environment)
+                )\(dialect.clusteredOnPrimaryKey)
+                """
+            ]
         },
     ]
 

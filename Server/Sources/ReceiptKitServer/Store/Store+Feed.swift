@@ -2,15 +2,31 @@ package import ReceiptKit
 
 /// The feed: its events, and the sweep that writes those time alone causes.
 extension Store {
-    /// The feed's events with an id greater than `after`, oldest first, at most `limit`.
-    package func events(after: Int64, limit: Int) async throws -> [StoredFeedEvent] {
-        try await backend.rows(FeedStatements.eventsAfter, [.integer(after), .integer(Int64(limit))])
+    /// The feed's events with an id greater than `after`, oldest first, at most `limit`; of one
+    /// app, of one environment, or of both, when given.
+    package func events(after: Int64, limit: Int, bundleId: String? = nil, environment: String? = nil) async throws -> [StoredFeedEvent] {
+        guard bundleId != nil || environment != nil else {
+            return try await backend.rows(FeedStatements.eventsAfter, [.integer(after), .integer(Int64(limit))])
+        }
+        return try await backend.rows(
+            FeedStatements.selectedEventsAfter,
+            [.integer(after)] + Self.selection(bundleId: bundleId, environment: environment) + [.integer(Int64(limit))])
     }
 
     /// The events of the keys linked to a customer with an id greater than `after`, oldest first,
-    /// at most `limit`.
-    package func events(customerId: String, after: Int64, limit: Int) async throws -> [StoredFeedEvent] {
-        try await backend.rows(FeedStatements.customerEventsAfter, [.text(customerId), .integer(after), .integer(Int64(limit))])
+    /// at most `limit`; of one app, of one environment, or of both, when given.
+    package func events(
+        customerId: String, after: Int64, limit: Int, bundleId: String? = nil, environment: String? = nil
+    ) async throws -> [StoredFeedEvent] {
+        try await backend.rows(
+            FeedStatements.customerEventsAfter,
+            [.text(customerId)] + Self.selection(bundleId: bundleId, environment: environment) + [.integer(after), .integer(Int64(limit))])
+    }
+
+    /// The values of a `(CAST(? AS TEXT) IS NULL OR column = ?)` pair for each of an app and an
+    /// environment.
+    private static func selection(bundleId: String?, environment: String?) -> [StoreValue] {
+        [.optional(bundleId), .optional(bundleId), .optional(environment), .optional(environment)]
     }
 
     /// Writes the events time alone caused: each key whose `next_change_at` has passed by `now`
@@ -25,7 +41,7 @@ extension Store {
         for key in due {
             let swept = try await backend.write(Sweeping(key: key, now: now, targets: feed.targets))
             report.swept += swept.swept ? 1 : 0
-            report.events += swept.commit.eventTypes.count
+            report.events += swept.commit.events.count
             feed.tell(swept.commit)
         }
         return report

@@ -15,10 +15,15 @@ extension Store {
         }))
     }
 
-    /// The instant (milliseconds) up to which Get Notification History has been read and
-    /// committed, or `nil` before the first run.
-    package func reconcileCursor() async throws -> Int64? {
-        try await backend.first(ReconcileStatements.cursor) ?? nil
+    /// The instant (milliseconds) up to which an app and environment's notification history has
+    /// been read and committed, or `nil` before its first window.
+    package func reconcileCursor(bundleId: String, environment: String) async throws -> Int64? {
+        try await backend.first(ReconcileStatements.cursor, [.text(bundleId), .text(environment)]) ?? nil
+    }
+
+    /// Every app and environment's cursor.
+    package func reconcileCursors() async throws -> [(bundleId: String, environment: String, position: Int64?)] {
+        try await backend.rows(ReconcileStatements.cursors)
     }
 
     /// Runs `body` holding the reconcile lock (``StoreBackend/withReconcileLock(_:)``): one holder
@@ -29,21 +34,23 @@ extension Store {
         try await backend.withReconcileLock(body)
     }
 
-    /// Makes `owner` the owner of the cursor: from now on only `owner` moves it. Called with the
-    /// reconcile lock held.
-    package func claimReconcileCursor(owner: String) async throws {
-        try await backend.execute(StoreWrite(ReconcileStatements.claim, [.text(owner)]))
+    /// Makes `owner` the owner of an app and environment's cursor: from now on only `owner` moves
+    /// it. Called with the reconcile lock held.
+    package func claimReconcileCursor(bundleId: String, environment: String, owner: String) async throws {
+        try await backend.execute(StoreWrite(ReconcileStatements.claim, [.text(bundleId), .text(environment), .text(owner)]))
     }
 
-    /// Moves the cursor to `position` (never back), if `owner` still owns it.
+    /// Moves an app and environment's cursor to `position` (never back), if `owner` still owns it.
     ///
     /// - Returns: Whether it did (`false`: another run claimed the cursor, which stays).
-    package func advanceReconcileCursor(to position: Int64, owner: String) async throws -> Bool {
-        try await !backend.updating(ReconcileStatements.advance, [.integer(position), .integer(position), .text(owner)]).isEmpty
+    package func advanceReconcileCursor(to position: Int64, bundleId: String, environment: String, owner: String) async throws -> Bool {
+        try await !backend.updating(
+            ReconcileStatements.advance, [.integer(position), .integer(position), .text(bundleId), .text(environment), .text(owner)]
+        ).isEmpty
     }
 
-    /// Gives the cursor up, if `owner` owns it.
-    package func releaseReconcileCursor(owner: String) async throws {
+    /// Gives up every cursor `owner` owns.
+    package func releaseReconcileCursors(owner: String) async throws {
         try await backend.execute(StoreWrite(ReconcileStatements.release, [.text(owner)]))
     }
 }

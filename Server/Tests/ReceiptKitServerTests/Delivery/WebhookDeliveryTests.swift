@@ -126,7 +126,7 @@ struct WebhookDeliveryTests {
             metrics = try await server.get("/metrics").text
             #expect(metrics.contains(#"receiptkit_deliveries_total{destination="webhook",outcome="retried"}"#))
             #expect(metrics.contains(#"receiptkit_deliveries_total{destination="webhook",outcome="delivered"} \#(events.count)"#))
-            #expect(metrics.contains(#"receiptkit_feed_events_total{type="subscription.auto_renew_disabled"} 3"#))
+            #expect(metrics.contains(#"receiptkit_feed_events_total{type="subscription.auto_renew_disabled",bundle_id="com.receiptkit.example",environment="Sandbox"} 3"#))
         }
     }
 

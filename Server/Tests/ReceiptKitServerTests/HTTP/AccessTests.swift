@@ -83,9 +83,9 @@ struct AccessTests {
             #expect(response.status == .ok)
             #expect(response.headers[.contentType]?.hasPrefix("text/plain") == true)
             let text = response.text
-            #expect(text.contains(#"receiptkit_notifications_total{type="SUBSCRIBED"} 1"#), "\(text)")
-            #expect(text.contains(#"receiptkit_verifications_total{result="verified"} 1"#))
-            #expect(text.contains(#"receiptkit_verifications_total{result="invalid_signature"} 1"#))
+            #expect(text.contains(#"receiptkit_notifications_total{type="SUBSCRIBED",bundle_id="com.receiptkit.example",environment="Sandbox"} 1"#), "\(text)")
+            #expect(text.contains(#"receiptkit_verifications_total{result="verified",bundle_id="com.receiptkit.example",environment="Sandbox"} 1"#))
+            #expect(text.contains(#"receiptkit_verifications_total{result="invalid_signature",bundle_id="-",environment="-"} 1"#))
             #expect(text.contains(#"receiptkit_http_requests_total{route="/appstore/notifications",method="POST",status="200"} 1"#))
             #expect(text.contains(#"receiptkit_http_requests_total{route="/appstore/notifications",method="POST",status="400"} 1"#))
             #expect(text.contains(#"receiptkit_http_requests_total{route="/v1/subscriptions/{original_transaction_id}",method="GET",status="200"} 1"#))

@@ -67,7 +67,8 @@ enum AppleFake {
 
     /// The settings of a server reaching `baseURL`, reconciling only when asked.
     static func settings(_ baseURL: String) throws -> AppStoreAPISettings {
-        AppStoreAPISettings(key: try key(), baseURL: baseURL, retry: quickRetry, reconcileInterval: nil)
+        AppStoreAPISettings(
+            key: try key(), baseURLs: [.production: baseURL, .sandbox: baseURL], retry: quickRetry, reconcileInterval: nil)
     }
 
     /// Runs `test` with the fake running and a server on `backend` reaching it.

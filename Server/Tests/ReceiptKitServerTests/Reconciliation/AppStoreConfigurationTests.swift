@@ -31,12 +31,12 @@ struct AppStoreConfigurationTests {
         let on = try #require(try ServerConfiguration(environment: environment(key())).appStoreAPI)
         #expect(on.key.keyId == AppleFake.keyId)
         #expect(on.key.issuerId == AppleFake.issuerId)
-        #expect(on.baseURL == nil)
+        #expect(on.baseURLs.isEmpty)
         #expect(on.reconcileInterval == .seconds(900))
         let configured = try #require(try ServerConfiguration(environment: environment(key().merging([
             "RECEIPTKIT_APPSTORE_API_URL": "http://127.0.0.1:9", "RECEIPTKIT_RECONCILE_INTERVAL": "60",
         ]) { $1 })).appStoreAPI)
-        #expect(configured.baseURL == "http://127.0.0.1:9")
+        #expect(configured.baseURLs == [.sandbox: "http://127.0.0.1:9"])
         #expect(configured.reconcileInterval == .seconds(60))
         let manual = try #require(try ServerConfiguration(environment: environment(key().merging(["RECEIPTKIT_RECONCILE_INTERVAL": "0"]) { $1 })).appStoreAPI)
         #expect(manual.reconcileInterval == nil)

@@ -3,6 +3,7 @@ import AppStoreServerAPIFake
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import ReceiptKit
 import ReceiptKitServer
 import Testing
 
@@ -117,10 +118,10 @@ struct PurchaseByIdTests {
             // Each call counted by endpoint, Apple's HTTP status (of its last attempt) and outcome.
             let metrics = try await server.get("/metrics", token: nil).text
             for line in [
-                #"receiptkit_appstore_api_calls_total{endpoint="transaction_history",status="200",result="ok"} 1"#,
-                #"receiptkit_appstore_api_calls_total{endpoint="transaction_history",status="429",result="rate_limited"} 1"#,
-                #"receiptkit_appstore_api_calls_total{endpoint="transaction_history",status="500",result="server_error"} 1"#,
-                #"receiptkit_appstore_api_calls_total{endpoint="subscription_statuses",status="200",result="ok"} 1"#,
+                #"receiptkit_appstore_api_calls_total{endpoint="transaction_history",status="200",result="ok",bundle_id="com.receiptkit.example",environment="Sandbox"} 1"#,
+                #"receiptkit_appstore_api_calls_total{endpoint="transaction_history",status="429",result="rate_limited",bundle_id="com.receiptkit.example",environment="Sandbox"} 1"#,
+                #"receiptkit_appstore_api_calls_total{endpoint="transaction_history",status="500",result="server_error",bundle_id="com.receiptkit.example",environment="Sandbox"} 1"#,
+                #"receiptkit_appstore_api_calls_total{endpoint="subscription_statuses",status="200",result="ok",bundle_id="com.receiptkit.example",environment="Sandbox"} 1"#,
             ] {
                 #expect(metrics.contains(line), "\(line) in:\n\(metrics)")
             }
@@ -134,7 +135,8 @@ struct PurchaseByIdTests {
         let retry = AppStoreServerAPIClient.RetryPolicy(
             maximumAttempts: 2, overallTimeout: .seconds(2), requestTimeout: .milliseconds(500), initialBackoff: .milliseconds(10),
             maximumBackoff: .milliseconds(20))
-        let settings = AppStoreAPISettings(key: try AppleFake.key(), baseURL: "http://127.0.0.1:1", retry: retry, reconcileInterval: nil)
+        let settings = AppStoreAPISettings(
+            key: try AppleFake.key(), baseURLs: [.sandbox: "http://127.0.0.1:1"], retry: retry, reconcileInterval: nil)
         try await TestServer.run(.sqlite, configure: { $0.appStoreAPI = settings }) { server in
             try await server.post("/v1/transactions", Self.body(["transaction_id": "3000000202", "customer_id": "c"]))
                 .expectError(.serviceUnavailable, "apple_unavailable")
@@ -166,10 +168,10 @@ struct PurchaseByIdTests {
                 // The forged transaction, and the statuses' item carrying it, left out.
                 let count = try await store.inputCount(dedupKeys: nil)
                 #expect(count == transactions.count - 1)
-                #expect(try await store.inputCount(dedupKeys: ["transaction:\(forged.transactionId):\(AppleFake.signedDate)"]) == 0)
+                #expect(try await store.inputCount(dedupKeys: ["transaction:com.receiptkit.example:Sandbox:\(forged.transactionId):\(AppleFake.signedDate)"]) == 0)
             }
             let metrics = try await server.get("/metrics", token: nil).text
-            #expect(metrics.contains("receiptkit_reconcile_rejected_total{code=\"invalid_signature\"} 2"), "\(metrics)")
+            #expect(metrics.contains("receiptkit_reconcile_rejected_total{code=\"invalid_signature\",bundle_id=\"com.receiptkit.example\",environment=\"Sandbox\"} 2"), "\(metrics)")
         }
     }
 

@@ -9,6 +9,9 @@ import Testing
 
 @Suite("Reconciling: a SIGKILL mid-window, and the next run completing it")
 struct ReconcileCrashTests {
+    /// The app the test servers serve.
+    static let bundleId = "com.receiptkit.example"
+
     @Test("receiptkit-server reconciles at start; SIGKILLed while Apple's second page is pending, what it stored stays, the cursor does not pass it, and a run from another process starts at once (the lock went with the process) and completes the window",
           arguments: Backend.available)
     func killedMidWindow(backend: Backend) async throws {
@@ -49,7 +52,7 @@ struct ReconcileCrashTests {
                 try await withStore(location, searchPath: nil) { store in
                     let count = try await store.inputCount(dedupKeys: nil)
                     #expect(count == fake.pageSize)  // the first page, committed
-                    let cursor = try await store.reconcileCursor()
+                    let cursor = try await store.reconcileCursor(bundleId: Self.bundleId, environment: "Sandbox")
                     #expect((cursor ?? 0) < killedAt.millisecondsSince1970 - 3_600_000, "the cursor passed what was not stored")
                 }
 
@@ -72,7 +75,7 @@ struct ReconcileCrashTests {
                     try await server.withStore { store in
                         let count = try await store.inputCount(dedupKeys: nil)
                         #expect(count == transactions.count)
-                        let cursor = try await store.reconcileCursor()
+                        let cursor = try await store.reconcileCursor(bundleId: Self.bundleId, environment: "Sandbox")
                         #expect(cursor == Timestamp(next).millisecondsSince1970)
                     }
                 }
@@ -107,20 +110,20 @@ struct ReconcileCrashTests {
                     #expect(try await other.withReconcileLock { true } == true)
                 }
 
-                #expect(try await store.reconcileCursor() == nil)
-                try await store.claimReconcileCursor(owner: "a")
-                #expect(try await store.advanceReconcileCursor(to: 1_200, owner: "a"))
-                #expect(try await store.advanceReconcileCursor(to: 1_100, owner: "a"))
-                #expect(try await store.reconcileCursor() == 1_200)  // never back
+                #expect(try await store.reconcileCursor(bundleId: Self.bundleId, environment: "Sandbox") == nil)
+                try await store.claimReconcileCursor(bundleId: Self.bundleId, environment: "Sandbox", owner: "a")
+                #expect(try await store.advanceReconcileCursor(to: 1_200, bundleId: Self.bundleId, environment: "Sandbox", owner: "a"))
+                #expect(try await store.advanceReconcileCursor(to: 1_100, bundleId: Self.bundleId, environment: "Sandbox", owner: "a"))
+                #expect(try await store.reconcileCursor(bundleId: Self.bundleId, environment: "Sandbox") == 1_200)  // never back
                 // b's run claims the cursor (a's lock went while a still ran): a can no longer move it.
-                try await store.claimReconcileCursor(owner: "b")
-                #expect(try await store.advanceReconcileCursor(to: 5_000, owner: "a") == false)
-                #expect(try await store.reconcileCursor() == 1_200)
-                try await store.releaseReconcileCursor(owner: "a")  // not a's: nothing
-                #expect(try await store.advanceReconcileCursor(to: 1_300, owner: "b"))
-                try await store.releaseReconcileCursor(owner: "b")
-                #expect(try await store.advanceReconcileCursor(to: 1_400, owner: "b") == false)
-                #expect(try await store.reconcileCursor() == 1_300)
+                try await store.claimReconcileCursor(bundleId: Self.bundleId, environment: "Sandbox", owner: "b")
+                #expect(try await store.advanceReconcileCursor(to: 5_000, bundleId: Self.bundleId, environment: "Sandbox", owner: "a") == false)
+                #expect(try await store.reconcileCursor(bundleId: Self.bundleId, environment: "Sandbox") == 1_200)
+                try await store.releaseReconcileCursors(owner: "a")  // not a's: nothing
+                #expect(try await store.advanceReconcileCursor(to: 1_300, bundleId: Self.bundleId, environment: "Sandbox", owner: "b"))
+                try await store.releaseReconcileCursors(owner: "b")
+                #expect(try await store.advanceReconcileCursor(to: 1_400, bundleId: Self.bundleId, environment: "Sandbox", owner: "b") == false)
+                #expect(try await store.reconcileCursor(bundleId: Self.bundleId, environment: "Sandbox") == 1_300)
             }
         }
     }

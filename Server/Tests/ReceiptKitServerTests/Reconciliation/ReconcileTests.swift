@@ -158,7 +158,7 @@ struct ReconcileTests {
                     #expect(count == expected)
                 }
                 let metrics = try await server.get("/metrics", token: nil).text
-                #expect(metrics.contains("receiptkit_reconcile_recovered_total 3"), "\(metrics)")
+                #expect(metrics.contains(#"receiptkit_reconcile_recovered_total{bundle_id="com.receiptkit.example",environment="Sandbox"} 3"#), "\(metrics)")
             }
         }
     }
@@ -238,7 +238,7 @@ struct ReconcileTests {
             let state = try await server.get("/v1/subscriptions/5000000400").json()
             #expect(state["latest_transaction_id"] as? String == transactions.last?.transactionId)
             let metrics = try await server.get("/metrics", token: nil).text
-            #expect(metrics.contains(#"receiptkit_reconcile_rejected_total{code="invalid_signature"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"receiptkit_reconcile_rejected_total{code="invalid_signature",bundle_id="com.receiptkit.example",environment="Sandbox"} 1"#), "\(metrics)")
         }
     }
 
@@ -261,11 +261,11 @@ struct ReconcileTests {
                 }
                 try await server.post("/v1/reconcile", "").expectError(.serviceUnavailable, "apple_unavailable")
                 let behind = try await server.get("/metrics", token: nil).text
-                #expect(behind.contains("receiptkit_reconcile_lag_seconds 7200"), "\(behind)")
+                #expect(behind.contains(#"receiptkit_reconcile_lag_seconds{bundle_id="com.receiptkit.example",environment="Sandbox"} 7200"#), "\(behind)")
                 let completed = try await server.post("/v1/reconcile", "")
                 #expect(completed.status == .ok)
                 let caughtUp = try await server.get("/metrics", token: nil).text
-                #expect(caughtUp.contains("receiptkit_reconcile_lag_seconds 0"), "\(caughtUp)")
+                #expect(caughtUp.contains(#"receiptkit_reconcile_lag_seconds{bundle_id="com.receiptkit.example",environment="Sandbox"} 0"#), "\(caughtUp)")
             }
         }
     }

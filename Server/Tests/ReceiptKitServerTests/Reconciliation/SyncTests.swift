@@ -156,7 +156,7 @@ struct SyncTests {
             #expect(try await server.post("/v1/subscriptions/4000000400/sync", "").status == .ok)
             #expect(fake.requests(to: "/inApps/v2/history/4000000400").last?.queryValues("revision") == ["r\(transactions.count)"])
             try await server.withStore { store in
-                let forged = try await store.inputCount(dedupKeys: ["transaction:\(transactions[0].transactionId):\(AppleFake.signedDate)"])
+                let forged = try await store.inputCount(dedupKeys: ["transaction:com.receiptkit.example:Sandbox:\(transactions[0].transactionId):\(AppleFake.signedDate)"])
                 #expect(forged == 1)  // stored once it verified
             }
         }

@@ -27,11 +27,13 @@ enum ConsumptionStatements {
     /// The latest request about a transaction.
     static let latestRequest = Query(
         """
-        SELECT notification_uuid, product_type, deadline, answered_at FROM consumption_requests
+        SELECT notification_uuid, product_type, deadline, answered_at, bundle_id, environment FROM consumption_requests
         WHERE transaction_id = ? ORDER BY deadline DESC LIMIT 1
         """
-    ) { (uuid: String, productType: String?, deadline: Int64, answeredAt: Int64?) in
-        StoredConsumptionRequest(notificationUUID: uuid, productType: productType, deadline: deadline, answeredAt: answeredAt)
+    ) { (uuid: String, productType: String?, deadline: Int64, answeredAt: Int64?, bundleId: String, environment: String) in
+        StoredConsumptionRequest(
+            notificationUUID: uuid, productType: productType, deadline: deadline, answeredAt: answeredAt, bundleId: bundleId,
+            environment: environment)
     }
 
     /// Records an answer; values: answered at, source, answer, notification UUID.

@@ -78,13 +78,27 @@ enum FeedStatements {
         (id: Int64, payload: String) in StoredFeedEvent(id: id, json: payload)
     }
 
-    /// A customer's events after an id (those of every key linked to the customer), oldest first.
+    /// The events of an app, of an environment, or of both, after an id, oldest first. Values:
+    /// after, bundle id, bundle id, environment, environment, limit (a `NULL` pair selects all).
+    static let selectedEventsAfter = Query(
+        """
+        SELECT id, payload FROM change_events
+        WHERE id > ? AND (CAST(? AS TEXT) IS NULL OR bundle_id = ?) AND (CAST(? AS TEXT) IS NULL OR environment = ?)
+        ORDER BY id LIMIT ?
+        """
+    ) { (id: Int64, payload: String) in StoredFeedEvent(id: id, json: payload) }
+
+    /// A customer's events after an id (those of every key linked to the customer, of the app
+    /// and environment selected), oldest first. Values: customer id, bundle id, bundle id,
+    /// environment, environment, after, limit.
     static let customerEventsAfter = Query(
         """
         SELECT e.id, e.payload FROM customer_subscriptions c
         JOIN change_events e ON e.original_transaction_id = c.original_transaction_id AND e.bundle_id = c.bundle_id
             AND e.environment = c.environment
-        WHERE c.customer_id = ? AND e.id > ? ORDER BY e.id LIMIT ?
+        WHERE c.customer_id = ? AND (CAST(? AS TEXT) IS NULL OR c.bundle_id = ?) AND (CAST(? AS TEXT) IS NULL OR c.environment = ?)
+            AND e.id > ?
+        ORDER BY e.id LIMIT ?
         """
     ) { (id: Int64, payload: String) in StoredFeedEvent(id: id, json: payload) }
 

@@ -2,12 +2,13 @@ import ReceiptKit
 
 /// The statements of reconciliation's own tables (``Schema`` v7).
 ///
-/// The reconcile cursor is one row. A server runs a window of Get Notification History only while
-/// it holds the store's reconcile lock (``StoreBackend/withReconcileLock(_:)``), which goes with
-/// its process; holding it, the server writes itself into the row as the cursor's owner
-/// (`lease_owner`), and the cursor moves only for that owner, and only forward — so a run whose
-/// lock went while it still ran (its PostgreSQL session ended under it) finds another owner there
-/// and stops. (`lease_until`, which v7's expiring lease used, is no longer read.)
+/// Each app and environment has a reconcile cursor, a row of `reconcile_cursors` (v11; before, the
+/// one row of `reconcile_cursor`, where a pair's first cursor starts). A server runs windows of Get
+/// Notification History only while it holds the store's reconcile lock
+/// (``StoreBackend/withReconcileLock(_:)``), which goes with its process; holding it, the server
+/// writes itself into a pair's row as its owner (`lease_owner`), and the cursor moves only for that
+/// owner, and only forward — so a run whose lock went while it still ran (its PostgreSQL session
+/// ended under it) finds another owner there and stops.
 enum ReconcileStatements {
     static let revision = Query(
         """
@@ -23,20 +24,38 @@ enum ReconcileStatements {
         DO UPDATE SET revision = excluded.revision, updated_at = excluded.updated_at
         """)
 
-    static let cursor = Query("SELECT position FROM reconcile_cursor WHERE id = 1") { (position: Int64?) in position }
+    /// An app and environment's cursor: the instant up to which its notification history is
+    /// stored, or `NULL` before its first window.
+    static let cursor = Query("SELECT position FROM reconcile_cursors WHERE bundle_id = ? AND environment = ?") {
+        (position: Int64?) in position
+    }
 
-    /// Makes an owner the cursor's owner.
-    static let claim = StoreStatement("UPDATE reconcile_cursor SET lease_owner = ?, lease_until = 0 WHERE id = 1")
+    /// Every app and environment's cursor.
+    static let cursors = Query("SELECT bundle_id, environment, position FROM reconcile_cursors ORDER BY bundle_id, environment") {
+        (bundleId: String, environment: String, position: Int64?) in (bundleId: bundleId, environment: environment, position: position)
+    }
 
-    /// Moves the cursor forward (never back), if the owner still owns it.
+    /// Makes an owner an app and environment's cursor's owner; a pair's first cursor starts where
+    /// the one cursor of servers before v11 was (`reconcile_cursor`), if anywhere. Values: bundle
+    /// id, environment, owner.
+    static let claim = StoreStatement(
+        """
+        INSERT INTO reconcile_cursors (bundle_id, environment, position, lease_owner)
+        VALUES (?, ?, (SELECT position FROM reconcile_cursor WHERE id = 1), ?)
+        ON CONFLICT (bundle_id, environment) DO UPDATE SET lease_owner = excluded.lease_owner
+        """)
+
+    /// Moves a cursor forward (never back), if the owner still owns it. Values: position,
+    /// position, bundle id, environment, owner.
     static let advance = Query(
         """
-        UPDATE reconcile_cursor
+        UPDATE reconcile_cursors
         SET position = CASE WHEN position IS NULL OR position < ? THEN ? ELSE position END
-        WHERE id = 1 AND lease_owner = ?
-        RETURNING id
+        WHERE bundle_id = ? AND environment = ? AND lease_owner = ?
+        RETURNING 1
         """
-    ) { (id: Int64) in id }
+    ) { (_: Int64) in () }
 
-    static let release = StoreStatement("UPDATE reconcile_cursor SET lease_owner = NULL WHERE id = 1 AND lease_owner = ?")
+    /// Gives up every cursor an owner owns.
+    static let release = StoreStatement("UPDATE reconcile_cursors SET lease_owner = NULL WHERE lease_owner = ?")
 }

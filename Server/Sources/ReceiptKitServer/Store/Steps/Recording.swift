@@ -33,6 +33,8 @@ struct Recording: RowSteps, Sendable {
 
     private enum Phase {
         case start
+        /// Looking for the input under the dedup key of servers before v11.
+        case legacy
         case lockingForRepeats(Int)
         case repeating(Repeating)
         case header(Int, HeaderLookup)
@@ -61,7 +63,20 @@ struct Recording: RowSteps, Sendable {
         while true {
             switch phase {
             case .start:
+                if let legacy = input.legacyDedupKey {
+                    phase = .legacy
+                    return .fetch(InputStatements.stored.fetch([.text(legacy)]))
+                }
                 phase = input.skipsRepeats ? .lockingForRepeats(0) : .header(0, .start)
+
+            case .legacy:
+                if !rows.isEmpty {
+                    // Stored by a server before v11: a replay.
+                    phase = .finished
+                    return .write(linkWrites())
+                }
+                phase = input.skipsRepeats ? .lockingForRepeats(0) : .header(0, .start)
+                rows = []
 
             case .lockingForRepeats(let index):
                 // Its keys' rows locked first, in key order, as a new input locks them, so that

@@ -1,0 +1,140 @@
+import AppStoreServerAPI
+import Foundation
+import Hummingbird
+import Logging
+import ReceiptKit
+
+/// The App Store Server API for every app and environment served: one In-App Purchase key for
+/// the team, one client per (app, environment) — each call's token names its app (`bid`), each
+/// environment has its own base URL — and a ``AppleSync`` over each.
+struct AppleAPI: Sendable {
+    /// An app and an environment: what one client calls Apple for.
+    struct Pair: Sendable, Hashable, Comparable, CustomStringConvertible {
+        let bundleId: String
+        let environment: AppStoreEnvironment
+
+        static func < (lhs: Pair, rhs: Pair) -> Bool {
+            // Apps in order, each's Production before its Sandbox (Apple's order of lookup).
+            (lhs.bundleId, rhs.environment.rawValue) < (rhs.bundleId, lhs.environment.rawValue)
+        }
+
+        var description: String { "\(bundleId) in \(environment.rawValue)" }
+    }
+
+    /// The key every client signs with.
+    let key: InAppPurchaseKey
+    /// Each pair's sync, in ``Pair`` order.
+    let syncs: [Pair: AppleSync]
+    /// The apps served, in configuration order.
+    let bundleIds: [String]
+
+    /// The pairs, apps in order and each's Production first.
+    var pairs: [Pair] { syncs.keys.sorted() }
+
+    /// The sync of one app in one environment, or `nil` when the server does not call Apple for
+    /// that pair.
+    func sync(bundleId: String, environment: String) -> AppleSync? {
+        AppStoreEnvironment(rawValue: environment).flatMap { syncs[Pair(bundleId: bundleId, environment: $0)] }
+    }
+
+    /// The app a request means: the one it names, which must be served, or the only one.
+    ///
+    /// - Throws: 400 `invalid_request` naming the bundle ids served when several are and the
+    ///   request names none, or when it names one not served.
+    func bundleId(_ named: String?) throws(APIError) -> String {
+        if let named {
+            guard bundleIds.contains(named) else {
+                throw APIError.invalidRequest("bundle_id \"\(named)\" is not served; served: \(bundleIds.joined(separator: ", "))")
+            }
+            return named
+        }
+        guard bundleIds.count == 1, let only = bundleIds.first else {
+            throw APIError.invalidRequest("bundle_id is required: several apps are served (\(bundleIds.joined(separator: ", ")))")
+        }
+        return only
+    }
+
+    /// The syncs to ask, in turn, for a transaction id of `bundleId`: the environment named, or
+    /// every environment the server calls Apple for, Production first (Apple's documented order:
+    /// a Sandbox transaction is not found in Production).
+    ///
+    /// - Throws: 400 `invalid_request` for an environment that is not one, or one the server
+    ///   does not call Apple for.
+    func syncs(bundleId: String, environment named: String?) throws(APIError) -> [AppleSync] {
+        let candidates = pairs.filter { $0.bundleId == bundleId }
+        guard let named else { return candidates.compactMap { syncs[$0] } }
+        guard let environment = AppStoreEnvironment(rawValue: named) else {
+            throw APIError.invalidRequest("environment is \"\(named)\"; expected Production, Sandbox, Xcode or LocalTesting")
+        }
+        guard let sync = syncs[Pair(bundleId: bundleId, environment: environment)] else {
+            throw APIError.invalidRequest(
+                "the server does not call the App Store Server API for \(bundleId) in \(named); it does in \(candidates.map(\.environment.rawValue).joined(separator: ", "))")
+        }
+        return [sync]
+    }
+
+    /// Fetches a transaction id's history and statuses from the first of `syncs` that knows it:
+    /// on Apple's "not found" the next is asked.
+    ///
+    /// - Returns: The sync that answered, and what it fetched.
+    /// - Throws: 404 `transaction_not_found` when none knows it; any other failure of Apple's at
+    ///   once.
+    func fetch(transactionId: String, from syncs: [AppleSync]) async throws -> (sync: AppleSync, fetched: AppleSync.Fetched) {
+        var notFound: (any Error)?
+        for sync in syncs {
+            do {
+                return (sync, try await sync.fetch(transactionId: transactionId))
+            } catch let error as APIError where error.code == "transaction_not_found" {
+                notFound = error
+            }
+        }
+        throw notFound ?? APIError(.notFound, "transaction_not_found", "Apple lists no transaction \(transactionId)")
+    }
+
+    /// Sends a consumption answer from the outbox to the app and environment of its request's
+    /// transaction (``AppleSync/sendConsumption(_:)``). When the request cannot be read (the
+    /// database unavailable), the attempt fails and is tried again.
+    func sendConsumption(_ delivery: Delivery, store: Store) async -> DeliverySender.Result {
+        let request: StoredConsumptionRequest?
+        do {
+            request = try await store.consumptionRequest(transactionId: delivery.target)
+        } catch {
+            return .failed(status: nil, error: "the consumption request could not be read: \(error)")
+        }
+        guard let request, let sync = sync(bundleId: request.bundleId, environment: request.environment) else {
+            return .refused(
+                status: nil,
+                error: "no consumption request of transaction \(delivery.target) in an app and environment the server calls Apple for")
+        }
+        return await sync.sendConsumption(delivery)
+    }
+
+    /// The clients of a configuration, or `nil` when it names no In-App Purchase key.
+    ///
+    /// - Throws: `AppStoreServerAPIError` when a client cannot be made (a bad base URL).
+    static func make(
+        _ configuration: ServerConfiguration, ingestion: Ingestion, metrics: ServerMetrics, logger: Logger,
+        clock: @escaping @Sendable () -> Date
+    ) throws -> AppleAPI? {
+        guard let settings = configuration.appStoreAPI else { return nil }
+        let bundleIds = configuration.verifier.apps.compactMap(\.bundleId)
+        var syncs: [Pair: AppleSync] = [:]
+        for bundleId in bundleIds {
+            for environment in settings.environments(among: configuration.verifier.environments) {
+                let client = try AppStoreServerAPIClient(
+                    configuration: .init(
+                        key: settings.key, bundleId: bundleId, environment: environment, baseURL: settings.baseURLs[environment],
+                        retry: settings.retry),
+                    verifier: ingestion.verifier, clock: clock)
+                syncs[Pair(bundleId: bundleId, environment: environment)] = AppleSync(
+                    client: client, ingestion: ingestion, metrics: metrics, logger: logger, bundleId: bundleId, environment: environment)
+            }
+        }
+        return AppleAPI(key: settings.key, syncs: syncs, bundleIds: bundleIds)
+    }
+
+    /// The answer when the server has no In-App Purchase key.
+    static let notConfigured = APIError(
+        .notImplemented, "reconciliation_off",
+        "this needs the App Store Server API: set RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE")
+}
