@@ -11,7 +11,7 @@
 # docs/operations.md names; the systemd unit and the example environment file from packaging/;
 # and LICENSE. VERSION is Release.version (Sources/ReceiptKitRelease); ARCH is `uname -m`.
 #
-# The build is of HEAD, exported (git archive) into .build-release/source with the commit
+# The build is of HEAD, copied into .build-release/source with the commit
 # written into Sources/ReceiptKitRelease/BuildCommit.swift, so each command's --version names
 # it; uncommitted changes are not in a release. Server/Package.resolved, when scripts/test.sh has
 # written it, goes along: the release has the dependencies the tests ran with.
@@ -46,9 +46,11 @@ build() {
     commit="$(git rev-parse --short=12 HEAD)"
     [ -z "$(git status --porcelain --untracked-files=no)" ] ||
         echo "== building commit $commit: the uncommitted changes are not in the release" >&2
+    # HEAD's files, through an index of the copy's own (the checkout's index is not touched):
+    # only files that changed since the last release build are written, so only they compile.
     source="$scratch/source"
-    rm -rf "$source" && mkdir -p "$source"
-    git archive HEAD | tar -x -C "$source"
+    mkdir -p "$source"
+    GIT_INDEX_FILE="$scratch/source.index" git --work-tree="$source" read-tree -u --reset HEAD
     printf '// Written by scripts/release.sh.\nlet buildCommit: String? = "%s"\n' "$commit" \
         >"$source/Sources/ReceiptKitRelease/BuildCommit.swift"
     # The dependencies' versions the tests ran with, when scripts/test.sh has resolved them.
