@@ -2,9 +2,9 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { searchLinks } from '../../Sources/ReceiptKitServer/Console/Assets/find.mjs';
+import { appAndEnvironment, searchLinks } from '../../Sources/ReceiptKitServer/Console/Assets/find.mjs';
 
-const key = (id) => ({ bundle_id: 'com.example.app', environment: 'Production', original_transaction_id: id });
+const key = (id, environment = 'Production') => ({ bundle_id: 'com.example.app', environment, original_transaction_id: id });
 
 test('nothing found: no link', () => {
   assert.deepEqual(searchLinks([]), []);
@@ -18,9 +18,9 @@ test('a customer, a subscription and a renewal\'s transaction: one link per cust
   ]);
   assert.deepEqual(links, [
     { href: '#/customer/c%2F1%3F', text: 'Customer (customer id or appAccountToken) ', id: 'c/1?' },
-    { href: '#/subscription/7000', text: 'Subscription, original transaction id ', id: '7000' },
-    { href: '#/subscription/7000', text: 'Subscription with transaction 7002: original transaction id ', id: '7000' },
-    { href: '#/subscription/9000', text: 'Subscription with transaction 7002: original transaction id ', id: '9000' },
+    { href: '#/subscription/7000', text: 'Subscription, original transaction id ', id: '7000', where: 'com.example.app · Production' },
+    { href: '#/subscription/7000', text: 'Subscription with transaction 7002: original transaction id ', id: '7000', where: 'com.example.app · Production' },
+    { href: '#/subscription/9000', text: 'Subscription with transaction 7002: original transaction id ', id: '9000', where: 'com.example.app · Production' },
   ]);
 });
 
@@ -28,4 +28,10 @@ test('an id carrying markup stays in the address percent-encoded', () => {
   const [link] = searchLinks([{ type: 'customer', customer_id: '<img src=x onerror=alert(1)>', subscriptions: [] }]);
   assert.equal(link.href, '#/customer/%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E');
   assert.equal(link.id, '<img src=x onerror=alert(1)>');
+});
+
+test('one original transaction id in Production and in Sandbox: a link each, saying where', () => {
+  const links = searchLinks([{ type: 'subscription', subscriptions: [key('7000'), key('7000', 'Sandbox')] }]);
+  assert.deepEqual(links.map((link) => link.where), ['com.example.app · Production', 'com.example.app · Sandbox']);
+  assert.equal(appAndEnvironment({ bundle_id: 'com.example.mac', environment: 'Sandbox' }), 'com.example.mac · Sandbox');
 });

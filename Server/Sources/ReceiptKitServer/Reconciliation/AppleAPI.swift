@@ -13,9 +13,18 @@ struct AppleAPI: Sendable {
         let bundleId: String
         let environment: AppStoreEnvironment
 
+        /// Apps by bundle id, each's Production before its Sandbox (Apple's order of lookup),
+        /// then any other environment.
         static func < (lhs: Pair, rhs: Pair) -> Bool {
-            // Apps in order, each's Production before its Sandbox (Apple's order of lookup).
-            (lhs.bundleId, rhs.environment.rawValue) < (rhs.bundleId, lhs.environment.rawValue)
+            (lhs.bundleId, lhs.lookupRank, lhs.environment.rawValue) < (rhs.bundleId, rhs.lookupRank, rhs.environment.rawValue)
+        }
+
+        private var lookupRank: Int {
+            switch environment {
+            case .production: 0
+            case .sandbox: 1
+            default: 2
+            }
         }
 
         var description: String { "\(bundleId) in \(environment.rawValue)" }
@@ -28,7 +37,7 @@ struct AppleAPI: Sendable {
     /// The apps served, in configuration order.
     let bundleIds: [String]
 
-    /// The pairs, apps in order and each's Production first.
+    /// The pairs, apps by bundle id and each's Production first.
     var pairs: [Pair] { syncs.keys.sorted() }
 
     /// The sync of one app in one environment, or `nil` when the server does not call Apple for

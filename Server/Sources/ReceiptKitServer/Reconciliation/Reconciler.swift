@@ -60,11 +60,12 @@ struct Reconciler: Sendable {
         case busy
     }
 
-    /// Runs one window for every app and environment, each from `since` (or its cursor) to `now`.
-    /// A pair whose window fails keeps its cursor and does not hold back the others.
+    /// Runs one window for every app and environment side by side, each from `since` (or its
+    /// cursor) to `now`. A pair whose window fails keeps its cursor and does not hold back the
+    /// others.
     ///
-    /// - Throws: The first pair's error when every pair failed: ``APIError`` when Apple fails,
-    ///   ``StoreError`` when the database does.
+    /// - Throws: The first pair's ``APIError`` when every pair failed (Apple failing, or
+    ///   `database_unavailable`); `CancellationError` when the run was cancelled.
     func run(since: Timestamp?, now: Timestamp) async throws -> Outcome {
         let store = self.store
         let owner = self.owner
@@ -73,28 +74,46 @@ struct Reconciler: Sendable {
             // Given up even when the run was cancelled (a request's timeout, a shutdown): in a
             // task of its own, which the caller's cancellation does not reach.
             let release = { @Sendable in _ = await Task { try? await store.releaseReconcileCursors(owner: owner) }.value }
-            var outcomes: [PairOutcome] = []
-            var firstError: (any Error)?
-            for pair in pairs {
-                do {
-                    try await store.run { try await store.claimReconcileCursor(bundleId: pair.bundleId, environment: pair.environment.rawValue, owner: owner) }
-                    outcomes.append(.ran(try await window(pair, since: since, now: now)))
-                } catch let error as APIError {
-                    firstError = firstError ?? error
-                    outcomes.append(.failed(pair, error))
-                } catch let error as CancellationError {
-                    await release()
-                    throw error
-                } catch {
-                    firstError = firstError ?? error
-                    outcomes.append(.failed(pair, APIError.databaseUnavailable))
+            // The pairs side by side: one whose API is slow or down (retried until its
+            // timeout) delays none of the others.
+            let outcomes: [PairOutcome]
+            do {
+                outcomes = try await withThrowingTaskGroup(of: (Int, PairOutcome).self) { group in
+                    for (index, pair) in pairs.enumerated() {
+                        group.addTask { (index, try await self.outcome(of: pair, since: since, now: now)) }
+                    }
+                    var outcomes: [PairOutcome?] = Array(repeating: nil, count: pairs.count)
+                    for try await (index, outcome) in group { outcomes[index] = outcome }
+                    return outcomes.compactMap { $0 }
                 }
+            } catch {
+                await release()
+                throw error
             }
+            let firstError = outcomes.lazy.compactMap { if case .failed(_, let error) = $0 { error } else { nil } }.first
             await release()
             if let firstError, !outcomes.contains(where: { if case .ran = $0 { true } else { false } }) { throw firstError }
             return outcomes
         }
         return ran.map(Outcome.ran) ?? .busy
+    }
+
+    /// One pair's window: its report, or the error that stopped it (its cursor stays).
+    ///
+    /// - Throws: `CancellationError` only: the run was cancelled.
+    private func outcome(of pair: AppleAPI.Pair, since: Timestamp?, now: Timestamp) async throws -> PairOutcome {
+        let store = self.store
+        let owner = self.owner
+        do {
+            try await store.run { try await store.claimReconcileCursor(bundleId: pair.bundleId, environment: pair.environment.rawValue, owner: owner) }
+            return .ran(try await window(pair, since: since, now: now))
+        } catch let error as APIError {
+            return .failed(pair, error)
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            return .failed(pair, APIError.databaseUnavailable)
+        }
     }
 
     private func window(_ pair: AppleAPI.Pair, since: Timestamp?, now: Timestamp) async throws -> Report {

@@ -254,6 +254,50 @@ struct ConsoleBrowserTests {
         }
     }
 
+    @Test("one original transaction id in Production and in Sandbox: found as two, its page a card each saying where, Sandbox marked")
+    func bothEnvironments() async throws {
+        let t0 = ms("2025-10-01T08:00:00Z")
+        let production = try Payloads(environment: "Production")
+        let sandbox = try Payloads(environment: "Sandbox")
+        let purchases = [
+            (try production.transaction(id: "9100", original: "9100", purchase: t0, expires: t0 + 30 * day, signed: t0), "customer"),
+            (try sandbox.transaction(id: "9100", original: "9100", purchase: t0, expires: t0 + 30 * day, signed: t0), "reviewer"),
+        ]
+        let deployment = Vectors.environment.merging(["RECEIPTKIT_ENVIRONMENT": "Production"]) { $1 }
+        try await TestServer.run(.sqlite, environment: deployment, now: ConsoleFixture.now) { server in
+            for (jws, customer) in purchases {
+                let body = String(decoding: try JSONSerialization.data(withJSONObject: ["signed_transaction": jws, "customer_id": customer]), as: UTF8.self)
+                let answer = try await server.post("/v1/transactions", body)
+                #expect(answer.status == .ok, "\(answer.text)")
+            }
+            let origin = "http://127.0.0.1:\(try #require(server.client.port))"
+            try await WebDriver.with { browser in
+                try await browser.navigate(to: origin + "/console/")
+                try await signIn(browser, token: testToken)
+                try await find(browser, "9100")
+                let found = try await browser.wait(
+                    for: "two results", "const r = [...document.querySelectorAll('ul.results li')].map(li => li.textContent); return r.length === 2 ? r : null")
+                let results = try #require(found as? [String])
+                #expect(results.contains { $0.hasSuffix("com.receiptkit.example · Production") }, "\(results)")
+                #expect(results.contains { $0.hasSuffix("com.receiptkit.example · Sandbox") }, "\(results)")
+
+                try await browser.click(try await browser.element("ul.results li a"))
+                let cards = try await browser.wait(
+                    for: "a card per environment",
+                    """
+                    const cards = [...document.querySelectorAll('section.card.subscription')];
+                    return cards.length === 2 ? cards.map(c => [c.dataset.environment, c.querySelector('.badge.environment')?.textContent ?? '']) : null
+                    """)
+                let pairs = try #require(cards as? [[String]])
+                #expect(pairs.sorted { $0[0] < $1[0] } == [["Production", ""], ["Sandbox", "Sandbox"]], "\(pairs)")
+                try await browser.wait(
+                    for: "both timelines", "return document.querySelectorAll('section.card.subscription svg.timeline').length === 2 ? true : null")
+                let errors = try await browser.log("browser").filter { ($0["level"] as? String) == "SEVERE" }
+                #expect(errors.isEmpty, "\(errors)")
+            }
+        }
+    }
+
     // MARK: Steps
 
     private func signIn(_ browser: WebDriver, token: String, expectOverview: Bool = true) async throws {

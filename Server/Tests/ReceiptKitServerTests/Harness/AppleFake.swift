@@ -45,17 +45,20 @@ enum AppleFake {
         }
     }
 
-    /// A fake serving `transactions`, its tokens checked at `clock` (``now`` by default).
+    /// A fake serving `transactions` in `environment`, its tokens checked at `clock` (``now`` by
+    /// default), for the test app and `otherApps` (bundle id: App Apple ID) under the same key.
     static func fake(
-        _ transactions: [FakeAppStoreServerAPI.Transaction], clock: @escaping @Sendable () -> Date = { now }
+        _ transactions: [FakeAppStoreServerAPI.Transaction], environment: String = "Sandbox", otherApps: [String: Int64] = [:],
+        clock: @escaping @Sendable () -> Date = { now }
     ) throws -> FakeAppStoreServerAPI {
         let signer = FakeAppStoreServerAPI.Signer(
             key: try ES256SigningKey(pemBytes: Vectors.bytes("pki/leaf.key")),
             chain: try ["pki/leaf.der", "pki/intermediate.der", "pki/root.der"].map(Vectors.bytes))
         let forger = FakeAppStoreServerAPI.Signer(key: try ES256SigningKey(pemBytes: Vectors.bytes("pki/other-leaf.key")), chain: signer.chain)
         let fake = FakeAppStoreServerAPI(
-            credentials: .init(keyId: keyId, issuerId: issuerId, bundleId: bundleId, publicKey: try key().signingKey.publicKey),
-            signer: signer, forger: forger, signedDate: signedDate, clock: clock)
+            credentials: .init(
+                keyId: keyId, issuerId: issuerId, bundleId: bundleId, otherApps: otherApps, publicKey: try key().signingKey.publicKey),
+            signer: signer, forger: forger, environment: environment, signedDate: signedDate, clock: clock)
         fake.transactions = transactions
         return fake
     }

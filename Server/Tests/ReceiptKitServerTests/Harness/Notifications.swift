@@ -1,14 +1,23 @@
 import Foundation
 
 /// Builds the App Store payloads of a test story and signs them under the test PKI: a
-/// transaction, a renewal info, and a notification carrying them, with the test app's claims.
+/// transaction, a renewal info, and a notification carrying them, with an app's claims: the test
+/// app's in Sandbox unless told otherwise.
 struct Payloads: Sendable {
     let signer: TestSigner
     static let bundleId = "com.receiptkit.example"
+    static let appAppleId: Int64 = 1_234_567_890
     static let productId = "com.receiptkit.example.premium.monthly"
+    /// The app and environment every payload claims.
+    let bundleId: String
+    let appAppleId: Int64
+    let environment: String
 
-    init() throws {
+    init(bundleId: String = Self.bundleId, appAppleId: Int64 = Self.appAppleId, environment: String = "Sandbox") throws {
         signer = try .standard()
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
     }
 
     /// A signed auto-renewable subscription transaction.
@@ -18,11 +27,11 @@ struct Payloads: Sendable {
         product: String = Self.productId, upgraded: Bool = false
     ) throws -> String {
         var members: [String: Any] = [
-            "transactionId": id, "originalTransactionId": original, "bundleId": Self.bundleId,
+            "transactionId": id, "originalTransactionId": original, "bundleId": bundleId,
             "productId": product, "subscriptionGroupIdentifier": "21581234", "purchaseDate": purchase,
             "originalPurchaseDate": purchase, "expiresDate": expires, "quantity": 1,
             "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED", "signedDate": signed,
-            "environment": "Sandbox", "transactionReason": "PURCHASE", "storefront": "USA", "storefrontId": "143441",
+            "environment": environment, "transactionReason": "PURCHASE", "storefront": "USA", "storefrontId": "143441",
             "price": freeTrial ? 0 : 9990, "currency": "USD",
         ]
         if let token { members["appAccountToken"] = token }
@@ -47,7 +56,7 @@ struct Payloads: Sendable {
     ) throws -> String {
         var members: [String: Any] = [
             "originalTransactionId": original, "autoRenewProductId": renewsAs ?? product, "productId": product,
-            "autoRenewStatus": autoRenew ? 1 : 0, "signedDate": signed, "environment": "Sandbox",
+            "autoRenewStatus": autoRenew ? 1 : 0, "signedDate": signed, "environment": environment,
         ]
         if let billingRetry { members["isInBillingRetryPeriod"] = billingRetry }
         if let gracePeriodExpires { members["gracePeriodExpiresDate"] = gracePeriodExpires }
@@ -62,7 +71,7 @@ struct Payloads: Sendable {
         transaction: String?, renewalInfo: String?, status: Int? = nil
     ) throws -> String {
         var data: [String: Any] = [
-            "appAppleId": 1_234_567_890, "bundleId": Self.bundleId, "bundleVersion": "42", "environment": "Sandbox",
+            "appAppleId": appAppleId, "bundleId": bundleId, "bundleVersion": "42", "environment": environment,
         ]
         if let transaction { data["signedTransactionInfo"] = transaction }
         if let renewalInfo { data["signedRenewalInfo"] = renewalInfo }

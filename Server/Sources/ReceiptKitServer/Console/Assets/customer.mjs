@@ -30,14 +30,23 @@ export async function renderCustomer(customerId, context) {
  * @returns {Promise<Node>}
  */
 export async function renderSubscription(originalTransactionId, context) {
-  let state = null;
-  try {
-    state = await context.api('/v1/subscriptions/' + encodeURIComponent(originalTransactionId));
-  } catch (error) {
-    if (error.status !== 404) throw error;
+  const path = '/v1/subscriptions/' + encodeURIComponent(originalTransactionId);
+  // The id in each app and environment it is stored in (Production and Sandbox are two
+  // subscriptions): a card each.
+  const found = await context.api('/v1/search?q=' + encodeURIComponent(originalTransactionId));
+  const keys = found.matches.filter((match) => match.type === 'subscription').flatMap((match) => match.subscriptions);
+  let states = await Promise.all(keys.map((key) => context.api(path + '?bundle_id=' + encodeURIComponent(key.bundle_id)
+    + '&environment=' + encodeURIComponent(key.environment))));
+  if (!keys.length) {
+    try {
+      states = [await context.api(path)];
+    } catch (error) {
+      if (error.status !== 404) throw error;
+    }
   }
   return el('div', {}, el('h1', {}, 'Subscription ', el('code', {}, originalTransactionId)),
-    state ? subscriptionCard(state, context) : el('p', { class: 'muted' }, 'Nothing of it is known now.'));
+    states.length > 1 ? el('p', { class: 'muted' }, states.length + ' subscriptions have this original transaction id, one per app and environment.') : null,
+    states.length ? states.map((state) => subscriptionCard(state, context)) : el('p', { class: 'muted' }, 'Nothing of it is known now.'));
 }
 
 // A subscription's card; its timeline is read and drawn once the card is on the page.
@@ -46,8 +55,9 @@ function subscriptionCard(state, { api, redrawOnResize }) {
   const timeline = el('div', { class: 'timeline-box' }, el('p', { class: 'muted' }, 'Loading the timeline…'));
   const asOf = el('div', { class: 'panel asof-panel' });
   const record = el('div', { class: 'panel record-panel' });
-  const card = el('section', { class: 'card subscription', 'data-original-transaction-id': id },
-    el('h2', {}, el('span', { class: 'mono' }, state.product_id || '—'), ' ', el('span', { class: 'badge ' + state.status }, statusWords(state.status))),
+  const card = el('section', { class: 'card subscription', 'data-original-transaction-id': id, 'data-environment': state.environment },
+    el('h2', {}, el('span', { class: 'mono' }, state.product_id || '—'), ' ', el('span', { class: 'badge ' + state.status }, statusWords(state.status)),
+      state.environment !== 'Production' ? [' ', el('span', { class: 'badge environment' }, state.environment)] : null),
     el('p', { class: 'muted' }, 'Original transaction id ', el('code', {}, id), ' · ', state.environment, ' · ', state.bundle_id,
       state.app_account_token
         ? [' · appAccountToken ', el('a', { href: '#/customer/' + encodeURIComponent(state.app_account_token) }, state.app_account_token)]

@@ -7,8 +7,8 @@ import { el } from './dom.mjs';
 /**
  * The pages the search's matches lead to, one per customer and one per subscription.
  * @param {object[]} matches As `GET /v1/search` answers them.
- * @returns {{href: string, text: string, id: string}[]} The address, the words before the id,
- *   and the id.
+ * @returns {{href: string, text: string, id: string, where?: string}[]} The address, the words
+ *   before the id, the id, and for a subscription its app and environment.
  */
 export function searchLinks(matches) {
   const links = [];
@@ -20,11 +20,20 @@ export function searchLinks(matches) {
         const text = match.type === 'transaction'
           ? 'Subscription with transaction ' + match.transaction_id + ': original transaction id '
           : 'Subscription, original transaction id ';
-        links.push({ href: '#/subscription/' + encodeURIComponent(key.original_transaction_id), text, id: key.original_transaction_id });
+        links.push({ href: '#/subscription/' + encodeURIComponent(key.original_transaction_id), text, id: key.original_transaction_id, where: appAndEnvironment(key) });
       }
     }
   }
   return links;
+}
+
+/**
+ * Where a subscription lives: its app, and its environment.
+ * @param {{bundle_id: string, environment: string}} key
+ * @returns {string} `com.example.app · Sandbox`.
+ */
+export function appAndEnvironment(key) {
+  return key.bundle_id + ' · ' + key.environment;
 }
 
 /**
@@ -43,7 +52,8 @@ export async function renderFind(query, { api, reroute }) {
     return el('p', { class: 'muted' }, 'Opening…');
   }
   return el('section', { class: 'card' }, el('h1', {}, 'Find'),
-    links.length ? el('ul', { class: 'results' }, links.map((link) => el('li', {}, link.text, el('a', { href: link.href }, link.id))))
+    links.length ? el('ul', { class: 'results' }, links.map((link) => el('li', {}, link.text, el('a', { href: link.href }, link.id),
+      link.where ? el('span', { class: 'muted' }, ' · ' + link.where) : null)))
       : el('p', { class: 'none' }, 'Nothing stored matches ', el('code', {}, query),
         ' as a customer id, an appAccountToken, an original transaction id or a transaction id.'));
 }
