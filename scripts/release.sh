@@ -98,12 +98,13 @@ check() {
     [ -f "$tarball" ] || fail "no tarball $tarball"
     [ -x ../shared/conformance/run ] ||
         fail "../shared/conformance/run is missing (Apple's real vectors, beside the checkout)"
-    local name version commit work unpacked
+    local name version commit unpacked
     name="$(basename "$tarball" .tar.gz)"
     [[ "$name" =~ ^receiptkit-([0-9A-Za-z.+-]+)-linux-[a-z0-9_]+$ ]] ||
         fail "$tarball is not named receiptkit-VERSION-linux-ARCH.tar.gz"
     version="${BASH_REMATCH[1]}"
     commit="$(git rev-parse --short=12 HEAD)"
+    # Global, as the EXIT trap reads it after check has returned.
     work="$(mktemp -d /tmp/receiptkit-release-check.XXXXXX)"
     server_pid=
     trap 'stop_server; rm -rf "$work"' EXIT
