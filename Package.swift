@@ -15,6 +15,9 @@ let package = Package(
         // CSV rows and the body of Apple's verifyReceipt endpoint.
         .library(name: "ReceiptKitFormats", targets: ["ReceiptKitFormats"]),
         .executable(name: "verify-receipt", targets: ["verify-receipt"]),
+        // The version and the commit the commands print for `--version` (this package's and
+        // Server/'s); not for library users.
+        .library(name: "ReceiptKitRelease", targets: ["ReceiptKitRelease"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -48,11 +51,17 @@ let package = Package(
             dependencies: ["ReceiptKit"],
             swiftSettings: strictSettings
         ),
+        // What the commands print for --version (scripts/release.sh names the commit).
+        .target(
+            name: "ReceiptKitRelease",
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "verify-receipt",
             dependencies: [
                 "ReceiptKit",
                 "ReceiptKitFormats",
+                "ReceiptKitRelease",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings

@@ -85,6 +85,8 @@ let package = Package(
             name: "receiptkit-server",
             dependencies: [
                 "ReceiptKitServer",
+                // What --version prints.
+                .product(name: "ReceiptKitRelease", package: "ReceiptKit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -138,6 +140,7 @@ let package = Package(
             dependencies: [
                 "AppStoreServerAPI",
                 .product(name: "ReceiptKit", package: "ReceiptKit"),
+                .product(name: "ReceiptKitRelease", package: "ReceiptKit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ReceiptKit
 import ReceiptKitFormats
+import ReceiptKitRelease
 
 @main
 struct VerifyReceipt: ParsableCommand {
@@ -15,7 +16,8 @@ struct VerifyReceipt: ParsableCommand {
             standard input) whose first byte is 0x30 is one binary DER/BER receipt. Writes one JSON \
             record per input, in input order. Exit status: 0 when every input verified, 1 when any \
             was rejected, 64 for a usage error, 66 for an unreadable file.
-            """)
+            """,
+        version: Release.versionLine)
 
     @Argument(help: "Input files, one input per line ('-' or none: standard input).")
     var files: [String] = []

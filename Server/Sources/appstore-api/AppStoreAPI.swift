@@ -2,6 +2,7 @@ import AppStoreServerAPI
 import ArgumentParser
 import Foundation
 import ReceiptKit
+import ReceiptKitRelease
 
 /// `appstore-api`: Apple's App Store Server API from the command line, every signed answer
 /// verified, and the StoreKit signers.
@@ -22,6 +23,7 @@ struct AppStoreAPI: AsyncParsableCommand {
             {"signedPayload": …} webhook bodies): pipe them into `verify-receipt --state -`. Exit status: 0 all \
             verified, 1 an item was rejected (its field and code on standard error), 2 an API error, 64 usage.
             """,
+        version: Release.versionLine,
         subcommands: [
             TransactionCommand.self, HistoryCommand.self, StatusesCommand.self, RefundsCommand.self, OrderCommand.self,
             AppTransactionCommand.self, NotificationsCommand.self, TestNotificationCommand.self, ConsumptionCommand.self,

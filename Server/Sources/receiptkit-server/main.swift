@@ -9,6 +9,8 @@
 // is checked and synced, 73 when FILE exists, 66 when there is no database, 78 for PostgreSQL
 // (pg_dump is its tool), 1 when the copy failed.
 //
+// receiptkit-server --version: the version, and the commit of a release build (Release).
+//
 // receiptkit-server sync --from FILE: backfills from Apple the customers of FILE (one transaction
 // id per line, optionally a tab and a customer id), resumably (see BulkSync); exits 0 when every
 // line synced, 1 when some line failed, 75 when Apple stayed unavailable, 78 for a configuration
@@ -18,7 +20,14 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import ReceiptKitRelease
 import ReceiptKitServer
+
+// Before anything else is set up or read.
+if Array(CommandLine.arguments.dropFirst()) == ["--version"] {
+    print(Release.versionLine)
+    exit(0)
+}
 
 LoggingSystem.bootstrap { label in
     var handler = StreamLogHandler.standardError(label: label)
@@ -93,7 +102,8 @@ do {
 
 if let command = arguments.first {
     guard command == "sync", arguments.count == 3, arguments[1] == "--from" else {
-        FileHandle.standardError.write(Data("usage: receiptkit-server [sync --from FILE | backup --to FILE | token new NAME SCOPE]\n".utf8))
+        FileHandle.standardError.write(Data("usage: receiptkit-server [sync --from FILE | backup --to FILE | token new NAME SCOPE | --version]
+".utf8))
         exit(64)  // EX_USAGE
     }
     do {
