@@ -102,8 +102,7 @@ do {
 
 if let command = arguments.first {
     guard command == "sync", arguments.count == 3, arguments[1] == "--from" else {
-        FileHandle.standardError.write(Data("usage: receiptkit-server [sync --from FILE | backup --to FILE | token new NAME SCOPE | --version]
-".utf8))
+        FileHandle.standardError.write(Data("usage: receiptkit-server [sync --from FILE | backup --to FILE | token new NAME SCOPE | --version]\n".utf8))
         exit(64)  // EX_USAGE
     }
     do {
