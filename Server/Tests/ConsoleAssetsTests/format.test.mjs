@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import { inEachTimeZone, ZONES } from './support.mjs';
 import {
   duration, entitlementReason, fieldText, instant, isFreeTrial, markLabel, notificationKind, periodLabel, recordKind,
-  recordTitle, spanLabel, stateSentence, statusWords, STATUSES, when,
+  recordTitle, retentionAnswer, spanLabel, stateSentence, statusWords, STATUSES, when,
 } from '../../Sources/ReceiptKitServer/Console/Assets/format.mjs';
 
 describe('instant', () => {
@@ -179,5 +179,27 @@ describe('records and labels', () => {
     assert.equal(markLabel({ kind: 'product_change', at: '2024-02-01T00:00:00.000Z', product_id: 'premium.yearly', previous_product_id: 'premium.monthly' }),
       'Product change · 2024-02-01 00:00 UTC · premium.yearly (was premium.monthly)');
     assert.equal(markLabel({ kind: 'price_increase', at: '2024-02-01T00:00:00.000Z' }), 'price_increase · 2024-02-01 00:00 UTC');
+  });
+});
+
+describe('retentionAnswer', () => {
+  const message = '5f1c2d3e-0000-4000-8000-000000000001';
+
+  test('names what the customer was shown, with the message and, for an offer or a switch, the product', () => {
+    assert.equal(retentionAnswer({ kind: 'message', message_id: message, product_id: null, offer_id: null }), 'Message ' + message);
+    assert.equal(retentionAnswer({ kind: 'alternate_product', message_id: message, product_id: 'premium.yearly', offer_id: null }),
+      'Switch to premium.yearly · message ' + message);
+    assert.equal(retentionAnswer({ kind: 'promotional_offer', message_id: message, product_id: 'premium.monthly', offer_id: 'TRIAL_SAVE' }),
+      'Offer TRIAL_SAVE on premium.monthly · message ' + message);
+  });
+
+  test('says when Apple showed the default message: a rule asked for it, or none answered', () => {
+    assert.equal(retentionAnswer({ kind: 'default_message', message_id: null, product_id: null, offer_id: null }), 'The product\'s default message');
+    assert.equal(retentionAnswer({ kind: 'none', message_id: null, product_id: null, offer_id: null }),
+      'No rule answered: the product\'s default message');
+  });
+
+  test('shows a kind it does not know as it is', () => {
+    assert.equal(retentionAnswer({ kind: 'upsell', message_id: null, product_id: null, offer_id: null }), 'upsell');
   });
 });

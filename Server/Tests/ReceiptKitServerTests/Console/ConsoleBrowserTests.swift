@@ -389,6 +389,42 @@ struct ConsoleBrowserTests {
         }
     }
 
+    @Test("a customer who reached the cancel screen: each retention request on their page, with the answer it got and its rule")
+    func retentionRequests() async throws {
+        try await Retention.withServer(.sqlite, rules: RetentionEndpointTests.rules) { server, _, _ in
+            // alice's free trial (7001): asked about in en-GB, answered the trial's offer; then
+            // about another product, which no rule answers.
+            try await RetentionEndpointTests.store(server)
+            let offered = try await server.post("/appstore/retention", try Retention.request(original: "7001", locale: "en-GB").body, token: nil)
+            #expect(offered.status == .ok, "\(offered.text)")
+            let other = try Retention.request(original: "7001", product: "com.receiptkit.example.other")
+            let none = try await server.post("/appstore/retention", other.body, token: nil)
+            #expect(none.status == .ok && none.text == "{}\n", "\(none.text)")
+
+            let origin = "http://127.0.0.1:\(try #require(server.client.port))"
+            try await WebDriver.with { browser in
+                try await browser.navigate(to: origin + "/console/#/customer/alice")
+                try await signIn(browser, token: testToken)
+                let found = try await browser.wait(
+                    for: "two retention requests",
+                    """
+                    const rows = [...document.querySelectorAll('section.retention-requests tbody tr')];
+                    return rows.length === 2 ? rows.map(r => [...r.cells].map(c => c.textContent)) : null
+                    """)
+                let rows = try #require(found as? [[String]])
+                // Latest first: the other product's request, then the offer.
+                #expect(rows.map { $0[1] } == ["7001", "7001"], "\(rows)")
+                #expect(rows[0][2] == "com.receiptkit.example.other" && rows[0][4] == "No rule answered: the product's default message"
+                    && rows[0][5] == "—", "\(rows[0])")
+                #expect(rows[1][2] == Retention.monthly && rows[1][3] == "en-GB", "\(rows[1])")
+                #expect(rows[1][4] == "Offer TRIAL_SAVE on \(Retention.monthly) · message \(Retention.offerMessage)" && rows[1][5] == "rule 2",
+                    "\(rows[1])")
+                let errors = try await browser.log("browser").filter { ($0["level"] as? String) == "SEVERE" }
+                #expect(errors.isEmpty, "\(errors)")
+            }
+        }
+    }
+
     // MARK: Steps
 
     private func signIn(_ browser: WebDriver, token: String, expectOverview: Bool = true) async throws {

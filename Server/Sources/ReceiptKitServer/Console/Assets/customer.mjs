@@ -1,12 +1,14 @@
 // A customer (#/customer/ID, from GET /v1/customers/{id}/entitlements): entitled now or not and
-// why, the actions the token's scope allows (sync with Apple: write; delete: admin), then a card
-// per subscription; and a subscription alone (#/subscription/ID). A card shows the subscription's
+// why, the actions the token's scope allows (sync with Apple: write; delete: admin), a card per
+// subscription, then the times the customer reached the App Store's cancel screen and what they
+// were shown (GET /v1/customers/{id}/retention-requests); and a subscription alone
+// (#/subscription/ID). A card shows the subscription's
 // sync action (write), its timeline, the state as of an instant clicked on it, the records behind
 // it, and its state now.
 
 import { actionBar } from './access.mjs';
 import { el } from './dom.mjs';
-import { entitlementReason, statusWords } from './format.mjs';
+import { entitlementReason, retentionAnswer, statusWords, when } from './format.mjs';
 import { STATE_FIELDS, stateList } from './state.mjs';
 import { drawTimeline } from './timeline.mjs';
 
@@ -18,7 +20,8 @@ import { drawTimeline } from './timeline.mjs';
  */
 export async function renderCustomer(customerId, context) {
   const path = '/v1/customers/' + encodeURIComponent(customerId);
-  const [data, scope] = await Promise.all([context.api(path + '/entitlements'), context.access.scope()]);
+  const [data, scope, retention] = await Promise.all([
+    context.api(path + '/entitlements'), context.access.scope(), context.api(path + '/retention-requests?limit=100')]);
   const actions = actionBar(scope, [
     { name: 'sync-customer', label: 'Sync with Apple', needs: 'write', run: async () => {
       await context.api(path + '/sync', { method: 'POST' });
@@ -36,7 +39,31 @@ export async function renderCustomer(customerId, context) {
     el('div', { class: 'entitlement ' + (data.entitled ? 'entitled' : 'not-entitled') },
       el('strong', {}, data.entitled ? 'Entitled now' : 'Not entitled now'), entitlementReason(data.subscriptions)),
     actions,
-    data.subscriptions.map((state) => subscriptionCard(state, context, scope)));
+    data.subscriptions.map((state) => subscriptionCard(state, context, scope)),
+    retentionRequests(retention.retention_requests));
+}
+
+// The customer's retention requests, latest first: when Apple asked, for which subscription and
+// product, in which locale, what the server answered and by which rule.
+function retentionRequests(events) {
+  const rows = events.map((event) => {
+    const request = event.retention_request;
+    return el('tr', { 'data-request-identifier': request.request_identifier || '' },
+      el('td', {}, when(event.occurred_at)),
+      el('td', {}, el('a', { href: '#/subscription/' + encodeURIComponent(event.original_transaction_id) }, event.original_transaction_id),
+        event.environment !== 'Production' ? [' ', el('span', { class: 'badge environment' }, event.environment)] : null),
+      el('td', { class: 'mono' }, request.product_id),
+      el('td', {}, request.user_locale || '—'),
+      el('td', { 'data-field': 'answer' }, retentionAnswer(request.answer)),
+      el('td', {}, request.rule === null ? '—' : 'rule ' + request.rule));
+  });
+  return el('section', { class: 'card retention-requests' }, el('h2', {}, 'Retention requests'),
+    rows.length
+      ? el('div', { class: 'scroll' }, el('table', {},
+        el('thead', {}, el('tr', {}, el('th', {}, 'Requested'), el('th', {}, 'Subscription'), el('th', {}, 'Product'),
+          el('th', {}, 'Locale'), el('th', {}, 'Answer'), el('th', {}, 'Rule'))),
+        el('tbody', {}, rows)))
+      : el('p', { class: 'muted' }, 'The customer has not reached the App Store\'s cancel screen (no Get Retention Message request names their subscriptions).'));
 }
 
 /**

@@ -159,3 +159,22 @@ export function markLabel(mark) {
   return (Object.hasOwn(MARK_WORDS, mark.kind) ? MARK_WORDS[mark.kind] : mark.kind) + ' · ' + when(mark.at) + (mark.product_id ? ' · ' + mark.product_id : '') +
     (mark.previous_product_id ? ' (was ' + mark.previous_product_id + ')' : '') + (mark.reason ? ' · ' + mark.reason : '');
 }
+
+/**
+ * What a retention request was answered, from its `retention.requested` event's
+ * `retention_request.answer`: `Offer TRIAL_SAVE on premium.monthly · message 5f1c…`,
+ * `Switch to premium.yearly · message …`, `Message …`, or the product's default message.
+ * @param {{kind: string, message_id: ?string, product_id: ?string, offer_id: ?string}} answer
+ * @returns {string} The kind as it is when the console does not know it.
+ */
+export function retentionAnswer(answer) {
+  const message = answer.message_id ? ' · message ' + answer.message_id : '';
+  switch (answer.kind) {
+    case 'message': return 'Message ' + answer.message_id;
+    case 'alternate_product': return 'Switch to ' + answer.product_id + message;
+    case 'promotional_offer': return 'Offer ' + answer.offer_id + ' on ' + answer.product_id + message;
+    case 'default_message': return 'The product\'s default message';
+    case 'none': return 'No rule answered: the product\'s default message';
+    default: return answer.kind;
+  }
+}
