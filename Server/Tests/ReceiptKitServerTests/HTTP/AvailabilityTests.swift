@@ -73,9 +73,13 @@ struct AvailabilityTests {
 
                 let start = ContinuousClock.now
                 let refused = try await server.notify(notification)
-                // Cut off by the 1 s timeout: well under ten times it.
+                // Cut off by the 1 s request timeout: well under ten times it. On a machine so
+                // busy that the timer's tick comes after the database's own 3 s deadline as well,
+                // the store's 503 may come first: either is Apple's cue to retry.
                 #expect(ContinuousClock.now - start < .seconds(10), "the webhook took \(ContinuousClock.now - start)")
-                try refused.expectError(.serviceUnavailable, "timeout")
+                #expect(refused.status == .serviceUnavailable, "\(refused.text)")
+                #expect(["timeout", "database_unavailable"].contains(try refused.errorCode()), "\(refused.text)")
+                #expect(refused.headers[.retryAfter] != nil, "\(refused.headers)")
                 try document.expect(refused, answers: "post", "/appstore/notifications")
 
                 // The healthz route needs no database.

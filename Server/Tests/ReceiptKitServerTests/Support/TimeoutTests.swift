@@ -6,42 +6,13 @@ import Testing
 /// before, a cancelled one stops at once and leaves the table, the ticking task stops when the
 /// table is empty and starts again for the next sleeper, and a timeout cuts an operation short.
 ///
-/// Serialized: its tests measure sleeps, and run one at a time they do not compete with each
-/// other for the cores. How late a sleeper wakes is compared with a plain `Task.sleep` to the same
-/// deadline, started beside it: on a machine busy with other suites both are late (a 500 ms sleep
-/// has taken 5.3 s in CI), and only a timer later than the machine makes any sleeper is wrong.
+/// The deadlines are compared with a time the test moves (``ManualTime``), and what must not
+/// happen yet is checked after ticks the timer was seen to make: how late a tick comes depends on
+/// the machine (a 500 ms sleep has taken 5.3 s in CI, the cores busy with other suites), what a
+/// tick does does not.
 @Suite("Request timeouts", .serialized)
 struct TimeoutTests {
     struct TimedOut: Error {}
-
-    /// How late `sleep` returns past `deadline`, and how late a `Task.sleep(until: deadline)` run
-    /// beside it returns: the lateness the machine's load gives any sleeper now.
-    static func lateness(
-        until deadline: ContinuousClock.Instant, _ sleep: @escaping @Sendable () async throws -> Void
-    ) async throws -> (subject: Duration, reference: Duration) {
-        try await withThrowingTaskGroup(of: (isReference: Bool, lateness: Duration).self) { group in
-            group.addTask {
-                try await sleep()
-                return (false, ContinuousClock.now - deadline)
-            }
-            group.addTask {
-                try await Task.sleep(until: deadline, clock: .continuous)
-                return (true, ContinuousClock.now - deadline)
-            }
-            var subject = Duration.zero, reference = Duration.zero
-            for try await (isReference, lateness) in group {
-                if isReference { reference = lateness } else { subject = lateness }
-            }
-            return (subject, reference)
-        }
-    }
-
-    /// Not before the deadline, and not much later than the machine wakes any sleeper: the timer
-    /// takes two wake-ups to the reference's one (its tick, then the sleeper), so three times the
-    /// reference's lateness, plus half a second that a 10 ms tick never needs.
-    static func isOnTime(_ lateness: (subject: Duration, reference: Duration)) -> Bool {
-        lateness.subject >= .zero && lateness.subject < lateness.reference * 3 + .milliseconds(500)
-    }
 
     /// What tasks record, shared between them.
     final class Log<Value: Sendable>: Sendable {
@@ -50,37 +21,88 @@ struct TimeoutTests {
         var all: [Value] { values.withLock { $0 } }
     }
 
-    @Test("a sleeper wakes at its deadline: not before, and no later than the machine wakes any sleeper")
+    /// The time a timer compares its deadlines with, moved by the test.
+    final class ManualTime: Sendable {
+        private let instant: Mutex<ContinuousClock.Instant>
+        init(_ start: ContinuousClock.Instant) { instant = Mutex(start) }
+        var now: ContinuousClock.Instant { instant.withLock { $0 } }
+        func set(_ value: ContinuousClock.Instant) { instant.withLock { $0 = value } }
+    }
+
+    /// Waits until `condition` holds, for at most a minute (a hang, not a slow machine, fails).
+    static func waitUntil(
+        _ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(condition(), "\(what)", sourceLocation: sourceLocation)
+    }
+
+    /// Waits for three more ticks of `timer`: what a tick would do, it has had the chance to.
+    static func threeTicks(of timer: DeadlineTimer, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let seen = timer.ticking.ticks
+        try await waitUntil("three ticks", sourceLocation: sourceLocation) { timer.ticking.ticks >= seen + 3 }
+    }
+
+    @Test("a sleeper wakes at the first tick at or past its deadline, and sleeps through the ticks before it")
     func wakesAtDeadline() async throws {
-        let timer = DeadlineTimer(resolution: .milliseconds(10))
-        let deadline = ContinuousClock.now + .milliseconds(500)
-        let lateness = try await Self.lateness(until: deadline) { try await timer.sleep(until: deadline) }
-        #expect(Self.isOnTime(lateness), "woke \(lateness.subject) late; a plain sleep \(lateness.reference)")
+        let start = ContinuousClock.now
+        let time = ManualTime(start)
+        let timer = DeadlineTimer(resolution: .milliseconds(1), now: { time.now })
+        let woke = Log<Bool>()
+        let sleeper = Task {
+            try await timer.sleep(until: start + .milliseconds(500))
+            woke.append(true)
+        }
+        try await Self.waitUntil("the sleeper in the table") { timer.sleeperCount == 1 }
+        try await Self.threeTicks(of: timer)
+        time.set(start + .milliseconds(499))
+        try await Self.threeTicks(of: timer)
+        #expect(woke.all.isEmpty, "woken before its deadline")
+        #expect(timer.sleeperCount == 1)
+
+        time.set(start + .milliseconds(500))
+        try await Self.waitUntil("awake at its deadline") { woke.all.count == 1 }
+        sleeper.cancel()  // Not woken (a failure already recorded): it must not hang the suite.
+        _ = await sleeper.result
+        #expect(woke.all == [true])
         #expect(timer.sleeperCount == 0)
     }
 
     @Test("sleepers with different deadlines each wake at theirs, not before, and the timer ticks again after an idle spell")
     func severalSleepers() async throws {
-        let timer = DeadlineTimer(resolution: .milliseconds(5))
-        let lateness = Log<(subject: Duration, reference: Duration)>()
         let start = ContinuousClock.now
+        let time = ManualTime(start)
+        let timer = DeadlineTimer(resolution: .milliseconds(1), now: { time.now })
+        let woke = Log<Int>()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for delay in [300, 60, 180] {
                 group.addTask {
-                    let deadline = start + .milliseconds(delay)
-                    lateness.append(try await Self.lateness(until: deadline) { try await timer.sleep(until: deadline) })
+                    try await timer.sleep(until: start + .milliseconds(delay))
+                    woke.append(delay)
                 }
             }
-            try await group.waitForAll()
+            try await Self.waitUntil("three sleepers") { timer.sleeperCount == 3 }
+            for (now, awake) in [(100, [60]), (250, [60, 180]), (300, [60, 180, 300])] {
+                time.set(start + .milliseconds(now))
+                try await Self.waitUntil("awake at \(now) ms: \(awake)") { woke.all.count == awake.count }
+                // The others sleep through the ticks that follow (with none left, it stops ticking).
+                if awake.count < 3 { try await Self.threeTicks(of: timer) }
+                #expect(woke.all == awake, "at \(now) ms")
+            }
+            group.cancelAll()  // Each is awake by now, or a failure is recorded: no hang either way.
+            while let _ = try? await group.next() {}
         }
-        #expect(lateness.all.count == 3)
-        #expect(lateness.all.allSatisfy(Self.isOnTime), "\(lateness.all)")
         #expect(timer.sleeperCount == 0)
-        // Nothing sleeps: the ticking task has stopped (or stops at its next tick).
-        try await Task.sleep(for: .milliseconds(50))
-        let again = ContinuousClock.now
-        try await timer.sleep(until: again + .milliseconds(30))
-        #expect(ContinuousClock.now - again >= .milliseconds(30))
+        // Nothing sleeps: the ticking task stops; the next sleeper starts it again.
+        try await Self.waitUntil("the ticking task stopped") { !timer.ticking.isTicking }
+        let again = Task { try await timer.sleep(until: start + .milliseconds(400)) }
+        try await Self.waitUntil("ticking again") { timer.ticking.isTicking }
+        time.set(start + .milliseconds(400))
+        try await Self.waitUntil("the new sleeper awake") { timer.sleeperCount == 0 }
+        again.cancel()
+        #expect((try? await again.result.get()) != nil, "the new sleeper was not woken")
+        #expect(timer.sleeperCount == 0)
     }
 
     @Test("a cancelled sleeper throws CancellationError at once and leaves the table")
@@ -117,13 +139,14 @@ struct TimeoutTests {
         #expect(timer.sleeperCount == 0)
     }
 
-    @Test("withTimeout throws timedOut() at the timeout and cancels the operation")
+    @Test("withTimeout throws timedOut() at the timeout, not before, and cancels the operation")
     func slowOperation() async throws {
+        let time = ManualTime(ContinuousClock.now)
+        let timer = DeadlineTimer(resolution: .milliseconds(1), now: { time.now })
         let cancelled = Log<Bool>()
-        let deadline = ContinuousClock.now + .milliseconds(500)
-        let lateness = try await Self.lateness(until: deadline) {
+        let timeout = Task {
             await #expect(throws: TimedOut.self) {
-                try await withTimeout(.milliseconds(500), timedOut: { TimedOut() }) {
+                try await withTimeout(.milliseconds(500), timer: timer, timedOut: { TimedOut() }) {
                     do {
                         try await Task.sleep(for: .seconds(60))
                     } catch {
@@ -133,9 +156,15 @@ struct TimeoutTests {
                 }
             }
         }
-        // At the 500 ms timeout: not before it, and not later than the machine wakes any sleeper.
-        #expect(Self.isOnTime(lateness), "timed out \(lateness.subject) late; a plain sleep \(lateness.reference)")
+        try await Self.waitUntil("the timeout in the table") { timer.sleeperCount == 1 }
+        try await Self.threeTicks(of: timer)
+        #expect(cancelled.all.isEmpty, "cut short before the timeout")
+        // Past the 500 ms timeout, whenever withTimeout read the time.
+        time.set(ContinuousClock.now + .seconds(1))
+        try await Self.waitUntil("cut short") { cancelled.all.count == 1 }
+        await timeout.value
         #expect(cancelled.all == [true])
+        #expect(timer.sleeperCount == 0)
     }
 
     @Test("withTimeout passes an operation's own error on")
