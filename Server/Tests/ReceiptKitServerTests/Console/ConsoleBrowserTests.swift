@@ -412,8 +412,9 @@ struct ConsoleBrowserTests {
                     return rows.length === 2 ? rows.map(r => [...r.cells].map(c => c.textContent)) : null
                     """)
                 let rows = try #require(found as? [[String]])
-                // Latest first: the other product's request, then the offer.
-                #expect(rows.map { $0[1] } == ["7001", "7001"], "\(rows)")
+                // Latest first: the other product's request, then the offer; the subscription
+                // marked Sandbox, as Apple's requests here are.
+                #expect(rows.map { $0[1] } == ["7001 Sandbox", "7001 Sandbox"], "\(rows)")
                 #expect(rows[0][2] == "com.receiptkit.example.other" && rows[0][4] == "No rule answered: the product's default message"
                     && rows[0][5] == "—", "\(rows[0])")
                 #expect(rows[1][2] == Retention.monthly && rows[1][3] == "en-GB", "\(rows[1])")
