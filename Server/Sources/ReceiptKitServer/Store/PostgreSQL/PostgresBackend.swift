@@ -8,9 +8,9 @@ import ReceiptKit
 ///
 /// Several servers may share the database. Migrations run under a transaction-scoped advisory
 /// lock and are recorded in `receiptkit_migrations`. Two inputs for the same key, on any servers,
-/// are serialized by the key's row lock (the recording's `SELECT … FOR UPDATE`, after an `INSERT …
-/// ON CONFLICT DO NOTHING` that makes sure the row exists): the second folds into what the first
-/// committed, so no update is lost.
+/// are serialized by the key's row lock (taken by the recording's `INSERT … ON CONFLICT DO UPDATE`
+/// of the row, which locks an existing row whether or not it changes it): the second folds into
+/// what the first committed, so no update is lost.
 final class PostgresBackend: StoreBackend {
     let dialect = SQLDialect.postgres
     /// The client; run it (``PostgresClient/run()``) for as long as the store is used.

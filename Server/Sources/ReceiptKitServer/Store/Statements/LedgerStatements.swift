@@ -146,40 +146,48 @@ enum LedgerStatements {
 
     // MARK: Keys
 
-    /// Makes sure a key's row exists (recording locks it before folding on PostgreSQL).
-    static let insertSubscription = StoreStatement(
+    /// Makes sure a key's row exists, and locks it for the rest of the transaction on PostgreSQL,
+    /// changing nothing in a row that exists: `ON CONFLICT DO UPDATE` locks the row it meets
+    /// whether or not its `WHERE` holds (PostgreSQL's INSERT reference), and this one never holds.
+    static let ensureSubscription = StoreStatement(
         """
         INSERT INTO subscriptions (original_transaction_id, bundle_id, environment, updated_at) VALUES (?, ?, ?, ?)
-        ON CONFLICT DO NOTHING
+        ON CONFLICT (original_transaction_id, bundle_id, environment) DO UPDATE SET updated_at = subscriptions.updated_at
+        WHERE 1 = 0
         """)
 
     /// Locks a key's row for the rest of the transaction (PostgreSQL; SQLite has one writer, and
-    /// recording runs this only where ``SQLDialect/locksRows``).
+    /// its steps run this only where ``SQLDialect/locksRows``).
     static let lockSubscription = Query { dialect in
         """
         SELECT 1 FROM subscriptions WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?\(dialect.forUpdate)
         """
     } row: { (_: Int64) in () }
 
-    /// Records the key's copy signed last, when `known_from` is later than the one recorded.
+    /// Makes sure a key's row exists and records its copy signed last, when `known_from` is later
+    /// than the one recorded; locks the row on PostgreSQL, updated or not, as
+    /// ``ensureSubscription`` does.
     static let advanceSubscription = StoreStatement(
         """
-        UPDATE subscriptions SET updated_at = ?, last_known_from = ?, last_known_transaction_id = ?
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?
-            AND (last_known_from IS NULL OR last_known_from < ?)
+        INSERT INTO subscriptions (original_transaction_id, bundle_id, environment, updated_at, last_known_from, last_known_transaction_id)
+        VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (original_transaction_id, bundle_id, environment) DO UPDATE SET
+            updated_at = excluded.updated_at, last_known_from = excluded.last_known_from,
+            last_known_transaction_id = excluded.last_known_transaction_id
+        WHERE subscriptions.last_known_from IS NULL OR subscriptions.last_known_from < excluded.last_known_from
         """)
 
-    /// The writes that keep a key's row: it exists, and it names the key's transaction copy
-    /// signed last among `copies` when that is later than the one it names.
+    /// The write that keeps a key's row, one statement: it exists, it names the key's transaction
+    /// copy signed last among `copies` when that is later than the one it names, and (on
+    /// PostgreSQL) it is locked until the commit — so that recording, writing its keys in key
+    /// order, takes their locks in key order and needs no `SELECT … FOR UPDATE` of its own.
     static func subscriptionWrites(_ key: SubscriptionKey, copies: [LedgerCopy], receivedAt: Int64) -> [StoreWrite] {
         let keyValues = self.key(key)
-        var writes = [StoreWrite(insertSubscription, keyValues + [.integer(receivedAt)])]
         let last = copies.filter { $0.key == key }.max { ($0.knownFrom, $0.transactionId ?? "") < ($1.knownFrom, $1.transactionId ?? "") }
-        if let last, let id = last.transactionId {
-            let knownFrom = StoreValue.integer(last.knownFrom.millisecondsSince1970)
-            writes.append(StoreWrite(advanceSubscription, [.integer(receivedAt), knownFrom, .text(id)] + keyValues + [knownFrom]))
+        guard let last, let id = last.transactionId else {
+            return [StoreWrite(ensureSubscription, keyValues + [.integer(receivedAt)])]
         }
-        return writes
+        return [StoreWrite(advanceSubscription, keyValues + [.integer(receivedAt), .integer(last.knownFrom.millisecondsSince1970), .text(id)])]
     }
 
     /// A key of a row whose first three columns are its original transaction id, bundle id and

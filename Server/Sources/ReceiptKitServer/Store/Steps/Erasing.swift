@@ -6,7 +6,7 @@ import ReceiptKit
 /// 2. The `appAccountToken`s linked to those keys (ids their transactions carry as one), and the
 ///    keys linked to each token: every id erased, every key touched.
 /// 3. Each key's row locked (`FOR UPDATE`, PostgreSQL) in key order, as recording an input locks
-///    it: an input folding into the key meanwhile writes its events before or after the
+///    it (by its write): an input folding into the key meanwhile writes its events before or after the
 ///    rewrite, never with the customer read before and written after it.
 /// 4. Per key: whether Apple's data carries the customer id itself as an `appAccountToken`, its
 ///    events, the webhooks carrying them, and the purchases the app reported.

@@ -40,7 +40,8 @@ struct Recording: RowSteps, Sendable {
         case repeating(Repeating)
         case header(Int, HeaderLookup)
         case inserted
-        case locking(Int)
+        /// The input's keys listed, and their rows written (and so locked) in key order.
+        case keyed
         case folding(Int, Folding)
         case linked
         case deriving(Derivation)
@@ -144,16 +145,12 @@ struct Recording: RowSteps, Sendable {
                     return .write(linkWrites())
                 }
                 result.isNew = true
-                phase = .locking(0)
+                phase = .keyed
                 return .write(keyWrites(inputId: inputId))
 
-            case .locking(let index):
-                // The key rows, each locked (`FOR UPDATE`) in key order: two inputs folding into
+            case .keyed:
+                // The key rows were locked by their writes, in key order: two inputs folding into
                 // one key, on any servers, take turns, and never deadlock.
-                if dialect.locksRows, index < input.orderedKeys.count {
-                    phase = .locking(index + 1)
-                    return .fetch(LedgerStatements.lockSubscription.fetch(LedgerStatements.key(input.orderedKeys[index])))
-                }
                 guard let first = input.copies.first else {
                     phase = .linked
                     return .write(linkWrites())
@@ -216,7 +213,9 @@ struct Recording: RowSteps, Sendable {
         ]))
     }
 
-    /// The writes that record a new input's keys: each is listed under it and gets its row.
+    /// The writes that record a new input's keys, in key order: each is listed under it and gets
+    /// its row, which the write locks on PostgreSQL
+    /// (``LedgerStatements/subscriptionWrites(_:copies:receivedAt:)``).
     private func keyWrites(inputId: Int64) -> [StoreWrite] {
         input.orderedKeys.flatMap { key in
             [StoreWrite(InputStatements.insertInputKey, LedgerStatements.key(key) + [.integer(inputId)])]
