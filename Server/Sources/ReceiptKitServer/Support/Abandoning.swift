@@ -14,13 +14,7 @@ import NIOConcurrencyHelpers
 /// - Throws: The operation's error, or `CancellationError`.
 func abandoningOnCancel<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
     let outcome = OnceOutcome<T>()
-    let task = Task {
-        do {
-            outcome.finish(.success(try await operation()))
-        } catch {
-            outcome.finish(.failure(error))
-        }
-    }
+    let task = outcome.start(operation)
     return try await outcome.value { task.cancel() }
 }
 
@@ -45,13 +39,7 @@ func abandoning<T: Sendable>(
     _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let outcome = OnceOutcome<T>()
-    let task = Task {
-        do {
-            outcome.finish(.success(try await operation()))
-        } catch {
-            outcome.finish(.failure(error))
-        }
-    }
+    let task = outcome.start(operation)
     let alarm = timer.schedule(at: deadline) {
         outcome.finish(.failure(timedOut()))
         task.cancel()
@@ -71,6 +59,19 @@ final class OnceOutcome<T: Sendable>: Sendable {
     }
 
     private let state = Locked(State.empty)
+
+    /// Runs `operation` in a task of its own, its result or error finishing this.
+    ///
+    /// - Returns: The task, to cancel when the wait for it is abandoned.
+    func start(_ operation: @escaping @Sendable () async throws -> T) -> Task<Void, Never> {
+        Task {
+            do {
+                finish(.success(try await operation()))
+            } catch {
+                finish(.failure(error))
+            }
+        }
+    }
 
     /// Waits for the result, or throws `CancellationError` as soon as the calling task is
     /// cancelled (after calling `onCancel`).
