@@ -134,7 +134,7 @@ package final class DeadlineTimer: Sendable {
                     state.isTicking = false
                     return nil
                 }
-                let identifiers = state.entries.compactMap { $0.value.deadline < now ? $0.key : nil }
+                let identifiers = state.entries.compactMap { $0.value.deadline <= now ? $0.key : nil }
                 return identifiers.compactMap { state.entries.removeValue(forKey: $0) }
             }
             guard let due else { return }
