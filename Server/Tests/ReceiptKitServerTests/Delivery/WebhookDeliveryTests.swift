@@ -110,9 +110,12 @@ struct WebhookDeliveryTests {
             for key in keys {
                 let ids = events.filter { $0["original_transaction_id"] as? String == key }.compactMap { $0["id"] as? String }
                 let requests = received.filter { $0.json?["original_transaction_id"] as? String == key }
-                // Every attempt of the key was for the earliest event not yet accepted.
+                // Every attempt of the key was for the earliest event not yet accepted — or, at
+                // least once (docs/events.md), the one accepted last again: its 2xx reached the
+                // sender after the 500 ms timeout (seen under the thread sanitizer).
                 var next = 0
                 for request in requests {
+                    if next > 0, request.eventId == ids[next - 1] { continue }
                     #expect(request.eventId == ids[next], "key \(key): \(requests.map { ($0.eventId ?? "", $0.status ?? 0) })")
                     if (request.status ?? 0) / 100 == 2 { next += 1 }
                     guard next < ids.count else { break }
