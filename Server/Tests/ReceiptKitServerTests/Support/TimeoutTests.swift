@@ -29,15 +29,6 @@ struct TimeoutTests {
         func set(_ value: ContinuousClock.Instant) { instant.withLock { $0 = value } }
     }
 
-    /// Waits until `condition` holds, for at most a minute (a hang, not a slow machine, fails).
-    static func waitUntil(
-        _ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
-        #expect(condition(), "\(what)", sourceLocation: sourceLocation)
-    }
-
     /// Waits for three more ticks of `timer`: what a tick would do, it has had the chance to.
     static func threeTicks(of timer: DeadlineTimer, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let seen = timer.ticking.ticks
@@ -54,7 +45,7 @@ struct TimeoutTests {
             try await timer.sleep(until: start + .milliseconds(500))
             woke.append(true)
         }
-        try await Self.waitUntil("the sleeper in the table") { timer.sleeperCount == 1 }
+        try await waitUntil("the sleeper in the table") { timer.sleeperCount == 1 }
         try await Self.threeTicks(of: timer)
         time.set(start + .milliseconds(499))
         try await Self.threeTicks(of: timer)
@@ -62,7 +53,7 @@ struct TimeoutTests {
         #expect(timer.sleeperCount == 1)
 
         time.set(start + .milliseconds(500))
-        try await Self.waitUntil("awake at its deadline") { woke.all.count == 1 }
+        try await waitUntil("awake at its deadline") { woke.all.count == 1 }
         sleeper.cancel()  // Not woken (a failure already recorded): it must not hang the suite.
         _ = await sleeper.result
         #expect(woke.all == [true])
@@ -82,10 +73,10 @@ struct TimeoutTests {
                     woke.append(delay)
                 }
             }
-            try await Self.waitUntil("three sleepers") { timer.sleeperCount == 3 }
+            try await waitUntil("three sleepers") { timer.sleeperCount == 3 }
             for (now, awake) in [(100, [60]), (250, [60, 180]), (300, [60, 180, 300])] {
                 time.set(start + .milliseconds(now))
-                try await Self.waitUntil("awake at \(now) ms: \(awake)") { woke.all.count == awake.count }
+                try await waitUntil("awake at \(now) ms: \(awake)") { woke.all.count == awake.count }
                 // The others sleep through the ticks that follow (with none left, it stops ticking).
                 if awake.count < 3 { try await Self.threeTicks(of: timer) }
                 #expect(woke.all == awake, "at \(now) ms")
@@ -95,11 +86,11 @@ struct TimeoutTests {
         }
         #expect(timer.sleeperCount == 0)
         // Nothing sleeps: the ticking task stops; the next sleeper starts it again.
-        try await Self.waitUntil("the ticking task stopped") { !timer.ticking.isTicking }
+        try await waitUntil("the ticking task stopped") { !timer.ticking.isTicking }
         let again = Task { try await timer.sleep(until: start + .milliseconds(400)) }
-        try await Self.waitUntil("ticking again") { timer.ticking.isTicking }
+        try await waitUntil("ticking again") { timer.ticking.isTicking }
         time.set(start + .milliseconds(400))
-        try await Self.waitUntil("the new sleeper awake") { timer.sleeperCount == 0 }
+        try await waitUntil("the new sleeper awake") { timer.sleeperCount == 0 }
         again.cancel()
         #expect((try? await again.result.get()) != nil, "the new sleeper was not woken")
         #expect(timer.sleeperCount == 0)
@@ -156,12 +147,12 @@ struct TimeoutTests {
                 }
             }
         }
-        try await Self.waitUntil("the timeout in the table") { timer.sleeperCount == 1 }
+        try await waitUntil("the timeout in the table") { timer.sleeperCount == 1 }
         try await Self.threeTicks(of: timer)
         #expect(cancelled.all.isEmpty, "cut short before the timeout")
         // Past the 500 ms timeout, whenever withTimeout read the time.
         time.set(ContinuousClock.now + .seconds(1))
-        try await Self.waitUntil("cut short") { cancelled.all.count == 1 }
+        try await waitUntil("cut short") { cancelled.all.count == 1 }
         await timeout.value
         #expect(cancelled.all == [true])
         #expect(timer.sleeperCount == 0)
