@@ -80,6 +80,30 @@ package enum AnswerEncoder {
     /// letter or a digit, and at the last upper-case letter of a run followed by a lower-case one
     /// (`rootSHA256` is `root_sha256`, `HTTPStatus` `http_status`).
     package static func snakeCase(_ key: String) -> String {
+        // Keys are Swift identifiers, ASCII in practice: decided byte by byte, with no Unicode
+        // property lookups (an answer names a key per member, each time it is written).
+        let bytes = Array(key.utf8)
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return unicodeSnakeCase(key) }
+        func isUpper(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") }
+        func isLower(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z") }
+        func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+        var name: [UInt8] = []
+        name.reserveCapacity(bytes.count + 4)
+        for (index, byte) in bytes.enumerated() {
+            if isUpper(byte), index > 0 {
+                let previous = bytes[index - 1]
+                let nextIsLower = index + 1 < bytes.count && isLower(bytes[index + 1])
+                if isLower(previous) || isDigit(previous) || (isUpper(previous) && nextIsLower) {
+                    name.append(UInt8(ascii: "_"))
+                }
+            }
+            name.append(isUpper(byte) ? byte + (UInt8(ascii: "a") - UInt8(ascii: "A")) : byte)
+        }
+        return String(decoding: name, as: UTF8.self)
+    }
+
+    /// ``snakeCase(_:)`` for a key with characters beyond ASCII, by Unicode's properties.
+    private static func unicodeSnakeCase(_ key: String) -> String {
         let characters = Array(key)
         var name = ""
         for (index, character) in characters.enumerated() {
@@ -97,6 +121,10 @@ package enum AnswerEncoder {
 
     /// A JSON string: quotes, backslashes and control characters escaped.
     package static func quoted(_ value: String) -> String {
+        // Most strings need no escape: copied whole.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return "\"" + value + "\""
+        }
         var text = "\""
         for scalar in value.unicodeScalars {
             switch scalar {
@@ -171,6 +199,8 @@ package enum AnswerEncoder {
         private func child(_ key: Key) -> Box {
             let child = Box()
             if case .object(var members) = box.node {
+                // Emptied first, so that the append does not copy the members.
+                box.node = .empty
                 members.append((AnswerEncoder.snakeCase(key.stringValue), child))
                 box.node = .object(members)
             }
@@ -247,6 +277,7 @@ package enum AnswerEncoder {
         private func next() -> Box {
             let element = Box()
             if case .array(var elements) = box.node {
+                box.node = .empty
                 elements.append(element)
                 box.node = .array(elements)
             }

@@ -37,7 +37,9 @@ struct AnswerEncoderTests {
     @Test("snake_case: words at lower-to-upper boundaries and before the last capital of a run", arguments: [
         ("customerId", "customer_id"), ("notificationUUID", "notification_uuid"), ("rootSHA256", "root_sha256"),
         ("HTTPStatus", "http_status"), ("oldestPendingSeconds", "oldest_pending_seconds"), ("as_of", "as_of"), ("id", "id"),
-        ("receipt-data", "receipt-data"),
+        ("receipt-data", "receipt-data"), ("value2Go", "value2_go"),
+        // Beyond ASCII, by Unicode's properties.
+        ("prixÉtéTTC", "prix_été_ttc"),
     ])
     func snakeCase(key: String, expected: String) {
         #expect(AnswerEncoder.snakeCase(key) == expected)
