@@ -3,6 +3,9 @@
 # and measures what serving them needs, on SQLite or (RECEIPTKIT_DATABASE_URL=postgres://…, an
 # empty database) on PostgreSQL.
 #
+#  0. Bytes on disk: 200 subscriptions with five years of monthly history (61 genuine notifications
+#     each, receiptkit-benchmark) stored through the server in a database of their own, against the
+#     floor of Apple's signed bytes (each notification once, each JWS header once).
 #  1. The server migrates the empty database; scale_seed.py's SQL then fills it in one transaction,
 #     in the database: three apps, Production and Sandbox, a mix of states and 1 to 4 periods of
 #     history per key, each transaction's notification, input link and feed event, customers.
@@ -17,15 +20,18 @@
 #     the end; a sweep pass over 10,000 keys made due; genuine notifications (scale_notifications.py,
 #     signed under the test PKI) ingested at 4 and 128 connections, per server CPU-second and as a
 #     ratio of OpenSSL's single-core ECDSA P-256 verify rate ÷ 3 (a notification carries three
-#     signatures); the database's size on disk per subscription; the server's peak memory.
+#     signatures); the server's peak memory; one reconcile window (POST /v1/reconcile) of 1,000
+#     notifications, half of them missed, against Get Notification History served by
+#     scale_fake_history.py, which checks each token; a backup while the server serves reads
+#     (backup --to on SQLite, pg_dump on PostgreSQL); the database's size on disk per subscription.
 #  It prints a table and exits non-zero when a target is missed.
 #
-# Not part of `swift test`. Needs wrk, sqlite3 or psql, python3 with python3-cryptography.
+# Not part of `swift test`. Needs wrk, sqlite3 or psql (and pg_dump), python3 with python3-cryptography.
 # Usage: Server/scripts/scale.sh [SUBSCRIBERS]
 # Environment: RECEIPTKIT_DATABASE_URL (PostgreSQL, or sqlite:PATH), SECONDS_PER_RUN (default 10),
 # BUILD (default release), SEEDED_SECONDS (the database at RECEIPTKIT_DATABASE_URL was seeded by
 # scale_seed.py with SUBSCRIBERS keys before, in that many seconds: measure it again),
-# MIGRATION_MS (migration v12 was timed on it before: skip it).
+# MIGRATION_MS (migration v12 was timed on it before: skip it), KEEP_WORK (set: the work directory is kept).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 N="${1:-1000000}"
@@ -33,7 +39,7 @@ SECONDS_PER_RUN="${SECONDS_PER_RUN:-10}"
 BUILD="${BUILD:-release}"
 WORK="$(mktemp -d /tmp/receiptkit-scale.XXXXXX)"
 SERVER_PID=""
-cleanup() { if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi; rm -rf "$WORK"; }
+cleanup() { if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi; [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"; }
 trap cleanup EXIT
 command -v wrk >/dev/null || { echo "scale.sh: needs wrk (apt-get install wrk)" >&2; exit 1; }
 python3 -c 'import cryptography' 2>/dev/null || { echo "scale.sh: needs python3-cryptography" >&2; exit 1; }
@@ -53,12 +59,17 @@ esac
 
 (cd Server && swift build -c "$BUILD" --product receiptkit-server)
 SERVER="$(cd Server && swift build -c "$BUILD" --show-bin-path)/receiptkit-server"
+swift build -c "$BUILD" --product receiptkit-benchmark
+BENCHMARK="$(swift build -c "$BUILD" --show-bin-path)/receiptkit-benchmark"
 TOKEN=scale-benchmark-token-0123456789
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 BASE="http://127.0.0.1:$PORT"
+# start_server [SWEEP_INTERVAL]: the release server on the database, with the settings in
+# SERVER_ENV (NAME=VALUE words) besides.
+SERVER_ENV=()
 start_server() {
-    RECEIPTKIT_APPS="com.receiptkit.example:1234567890,com.receiptkit.second:1234567891,com.receiptkit.third:1234567892" \
-    RECEIPTKIT_ENVIRONMENTS=Production,Sandbox RECEIPTKIT_ROOT_FILE=TestVectors/pki/root.der RECEIPTKIT_DATABASE_URL="$URL" \
+    env "${SERVER_ENV[@]}" RECEIPTKIT_APPS="com.receiptkit.example:1234567890,com.receiptkit.second:1234567891,com.receiptkit.third:1234567892" \
+    RECEIPTKIT_ENVIRONMENTS=Production,Sandbox RECEIPTKIT_ROOT_FILE=TestVectors/pki/root.der RECEIPTKIT_DATABASE_URL="${SERVER_DATABASE_URL:-$URL}" \
     RECEIPTKIT_API_TOKEN=$TOKEN RECEIPTKIT_SWEEP_INTERVAL="${1:-60}" PORT=$PORT LOG_LEVEL=warning "$SERVER" >> "$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     until curl -sf "$BASE/readyz" >/dev/null; do
@@ -77,6 +88,49 @@ timed() { local path=$1 repeat=${2:-5} out=()
 # The genuine notifications ingested later, signed now (new subscriptions of the first app).
 python3 Server/scripts/scale_notifications.py TestVectors/pki "$WORK/fresh.jsonl" 30000 9100000000000000 \
     com.receiptkit.example 1234567890 "$(now_ms)"
+
+# Bytes on disk a subscriber with five years of monthly history, against the floor: genuine
+# notifications (receiptkit-benchmark, signed under the test PKI) of BYTES_KEYS subscriptions,
+# 61 periods each, stored through the server into a database of their own. The floor is what
+# must be kept of Apple's signed records: each notification's bytes once (the transaction and
+# renewal info JWS nested in it included) and each distinct JWS header (the certificate chain)
+# once — the inputs' raw bytes as stored, their headers by reference, plus the headers.
+BYTES_KEYS=200
+"$BENCHMARK" --write-renewal-bodies "$WORK/bytes.jsonl" --renewal-keys $BYTES_KEYS --renewal-first 0 --renewal-count 61 > /dev/null
+if [ "$DIALECT" = sqlite ]; then
+    SERVER_DATABASE_URL="sqlite:$WORK/bytes.sqlite"
+    bytes_query() { sqlite3 -bail "$WORK/bytes.sqlite" "$1"; }
+    bytes_size() { bytes_query "PRAGMA wal_checkpoint(TRUNCATE);" > /dev/null
+        echo $(( $(stat -c %s "$WORK/bytes.sqlite") + $(stat -c %s "$WORK/bytes.sqlite-wal" 2>/dev/null || echo 0) )); }
+else
+    BYTES_DB="${PSQL_URL##*/}_bytes"
+    query "DROP DATABASE IF EXISTS $BYTES_DB" > /dev/null; query "CREATE DATABASE $BYTES_DB" > /dev/null
+    SERVER_DATABASE_URL="${PSQL_URL%/*}/$BYTES_DB${URL#"${URL%%\?*}"}"
+    bytes_query() { psql "${PSQL_URL%/*}/$BYTES_DB" -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; }
+    bytes_size() { bytes_query "CHECKPOINT" > /dev/null; bytes_query "SELECT pg_database_size(current_database())"; }
+fi
+start_server; stop_server
+EMPTY_BYTES=$(bytes_size)
+start_server
+python3 - "$WORK/bytes.jsonl" "$PORT" <<'PY'
+import http.client, sys
+connection = http.client.HTTPConnection("127.0.0.1", int(sys.argv[2]))
+for number, line in enumerate(open(sys.argv[1]), 1):
+    connection.request("POST", "/appstore/notifications", body=line.strip().encode(), headers={"Content-Type": "application/json"})
+    answer = connection.getresponse()
+    body = answer.read()
+    if answer.status != 200:
+        sys.exit(f"scale.sh: notification {number} of the bytes run answered {answer.status}: {body[:300]!r}")
+PY
+stop_server
+STORED_BYTES=$(( $(bytes_size) - EMPTY_BYTES ))
+FLOOR_BYTES=$(( $(bytes_query "SELECT SUM(LENGTH(raw)) FROM inputs") + $(bytes_query "SELECT SUM(LENGTH(segment)) FROM jws_headers") ))
+BYTES_INPUTS=$(bytes_query "SELECT COUNT(*) FROM inputs")
+[ "$BYTES_INPUTS" = $(( BYTES_KEYS * 61 )) ] || { echo "scale.sh: the bytes run stored $BYTES_INPUTS inputs of $(( BYTES_KEYS * 61 ))" >&2; exit 1; }
+[ "$DIALECT" = sqlite ] && rm -f "$WORK"/bytes.sqlite*
+[ "$DIALECT" = postgres ] && query "DROP DATABASE $BYTES_DB" > /dev/null
+unset SERVER_DATABASE_URL
+echo "five years of monthly history: $(( STORED_BYTES / BYTES_KEYS )) bytes a subscriber on disk, floor $(( FLOOR_BYTES / BYTES_KEYS ))"
 
 if [ -z "${SEEDED_SECONDS:-}" ]; then
     start_server; stop_server
@@ -200,6 +254,61 @@ done
 PEAK_KB=$(awk '/VmHWM/ {print $2}' "/proc/$SERVER_PID/status")
 stop_server
 
+# One reconcile window (POST /v1/reconcile) against Get Notification History served by
+# scale_fake_history.py, which checks each token: RECONCILED notifications of the first app in
+# Production, half of them posted to the webhook above (replays), half never posted (recovered).
+RECONCILED=1000
+[ $(( NEXT + RECONCILED / 2 )) -lt 30000 ] || { echo "scale.sh: too few notifications signed for the reconcile window" >&2; exit 1; }
+{ head -n $(( RECONCILED / 2 )) "$WORK/fresh.jsonl"; sed -n "$(( NEXT + 1 )),$(( NEXT + RECONCILED / 2 ))p" "$WORK/fresh.jsonl"; } > "$WORK/history.jsonl"
+python3 -c 'from cryptography.hazmat.primitives import serialization; from cryptography.hazmat.primitives.asymmetric import ec
+print(ec.generate_private_key(ec.SECP256R1()).private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode())' > "$WORK/key.p8"
+python3 Server/scripts/scale_fake_history.py "$WORK/history.jsonl" "$WORK/key.p8" SCALEKEY01 00000000-scale-issuer \
+    com.receiptkit.example,com.receiptkit.second,com.receiptkit.third "$WORK/fake.port" > "$WORK/fake.out" 2> "$WORK/fake.err" &
+FAKE_PID=$!
+until [ -s "$WORK/fake.port" ]; do kill -0 "$FAKE_PID" || { cat "$WORK/fake.err"; exit 1; }; sleep 0.05; done
+FAKE="http://127.0.0.1:$(cat "$WORK/fake.port")"
+SERVER_ENV=(RECEIPTKIT_APPSTORE_KEY_ID=SCALEKEY01 RECEIPTKIT_APPSTORE_ISSUER_ID=00000000-scale-issuer
+    RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE="$WORK/key.p8" RECEIPTKIT_APPSTORE_API_URL="$FAKE"
+    RECEIPTKIT_APPSTORE_SANDBOX_API_URL="$FAKE/sandbox" RECEIPTKIT_RECONCILE_INTERVAL=0)
+start_server
+RECONCILE_START=$(now_ms)
+curl -sf -X POST -H "Authorization: Bearer $TOKEN" "$BASE/v1/reconcile" > "$WORK/reconcile.json" ||
+    { cat "$WORK/fake.err" "$WORK/server.log" | tail -20; echo "scale.sh: the reconcile window failed" >&2; exit 1; }
+RECONCILE_MS=$(( $(now_ms) - RECONCILE_START ))
+kill "$FAKE_PID"; wait "$FAKE_PID" || { cat "$WORK/fake.err"; echo "scale.sh: the fake refused a token" >&2; exit 1; }
+read -r RECONCILE_FOUND RECONCILE_RECOVERED RECONCILE_REJECTED RECONCILE_PAIRS <<< "$(python3 -c 'import json, sys
+a = json.load(open(sys.argv[1])); print(a["notifications"], a["recovered"], a["rejected"], sum(1 for p in a["pairs"] if not p.get("error")))' "$WORK/reconcile.json")"
+[ "$RECONCILE_FOUND $RECONCILE_RECOVERED $RECONCILE_REJECTED $RECONCILE_PAIRS" = "$RECONCILED $(( RECONCILED / 2 )) 0 6" ] || {
+    cat "$WORK/reconcile.json"; echo "scale.sh: the reconcile window found $RECONCILE_FOUND notifications, recovered $RECONCILE_RECOVERED, rejected $RECONCILE_REJECTED, in $RECONCILE_PAIRS pairs of 6" >&2; exit 1; }
+echo "reconcile window: $RECONCILED notifications ($(( RECONCILED / 2 )) recovered) in $RECONCILE_MS ms"
+stop_server
+SERVER_ENV=()
+
+# The backup while the server serves subscription reads at 4 connections: SQLite's online backup
+# (receiptkit-server backup --to), or pg_dump, the tool docs/operations.md names for PostgreSQL.
+start_server
+KIND=subscription wrk -t1 -c4 -d3600s --latency -s "$WORK/reads.lua" "$BASE" > "$WORK/backup-reads.txt" &
+WRK_PID=$!
+sleep 1
+BACKUP_START=$(now_ms)
+if [ "$DIALECT" = sqlite ]; then
+    RECEIPTKIT_DATABASE_URL="$URL" "$SERVER" backup --to "$WORK/backup.sqlite"
+    BACKUP_MS=$(( $(now_ms) - BACKUP_START ))
+    BACKUP_BYTES=$(stat -c %s "$WORK/backup.sqlite")
+    [ "$(sqlite3 "$WORK/backup.sqlite" "PRAGMA quick_check")" = ok ] || { echo "scale.sh: the backup fails quick_check" >&2; exit 1; }
+    BACKUP_HOW="backup --to"
+else
+    pg_dump -Fc -f "$WORK/backup.dump" "$PSQL_URL"
+    BACKUP_MS=$(( $(now_ms) - BACKUP_START ))
+    BACKUP_BYTES=$(stat -c %s "$WORK/backup.dump")
+    BACKUP_HOW="pg_dump -Fc"
+fi
+kill -INT "$WRK_PID"; wait "$WRK_PID" || true
+grep -q "Non-2xx" "$WORK/backup-reads.txt" && { cat "$WORK/backup-reads.txt"; echo "scale.sh: reads failed during the backup" >&2; exit 1; }
+BACKUP_READS_P99=$(percentile "$WORK/backup-reads.txt" 99%)
+rm -f "$WORK/backup.sqlite" "$WORK/backup.dump"
+stop_server
+
 # Size on disk, checkpointed; and what the seeded and the genuine rows weigh.
 if [ "$DIALECT" = sqlite ]; then
     query "PRAGMA wal_checkpoint(TRUNCATE);" > /dev/null
@@ -237,7 +346,13 @@ printf '| ingest, 4 connections | %s /s, %s per server CPU-s, p99 %s ms; ÷ (Ope
 printf '| ingest, 128 connections | %s /s, %s per server CPU-s, p99 %s ms; ÷ (OpenSSL verify ÷ 3) %s | — | — |\n' "${INGEST[128]}" "${INGEST_CPU[128]}" "${INGEST_P99[128]}" "$(ratio "${INGEST_CPU[128]}")"
 printf '| seeding | %s s (%s inputs) | < 900 s | %s |\n' "$SEED_S" "$INPUTS" "$([ "$SEED_S" -lt 900 ] && echo yes || echo no)"
 printf '| database on disk | %s MB: %s bytes a subscription, %s an input | — | — |\n' "$(( BYTES / 1000000 ))" "$(( BYTES / N ))" "$(( BYTES / INPUTS ))"
+printf '| a subscriber with five years of monthly history (61 genuine notifications through the server), on disk | %s bytes, %s× the floor of %s (Apple'"'"'s signed bytes, each header once) | < 1.5× | %s |\n' \
+    "$(( STORED_BYTES / BYTES_KEYS ))" "$(python3 -c "print(f'{$STORED_BYTES / $FLOOR_BYTES:.2f}')")" "$(( FLOOR_BYTES / BYTES_KEYS ))" \
+    "$(python3 -c "print('yes' if $STORED_BYTES < 1.5 * $FLOOR_BYTES else 'no')")"
+python3 -c "import sys; sys.exit(0 if $STORED_BYTES < 1.5 * $FLOOR_BYTES else 1)" || MISSED=1
 printf '| server peak memory (VmHWM) | %s MB | — | — |\n' "$(( PEAK_KB / 1024 ))"
+printf '| reconcile window, %s notifications (%s recovered, the rest replays), 6 pairs | %s ms | — | — |\n' "$RECONCILED" "$(( RECONCILED / 2 ))" "$RECONCILE_MS"
+printf '| backup (%s) while serving reads at 4 connections | %s ms, %s MB; reads p99 %s ms meanwhile | — | — |\n' "$BACKUP_HOW" "$BACKUP_MS" "$(( BACKUP_BYTES / 1000000 ))" "$BACKUP_READS_P99"
 echo
 echo "OpenSSL ECDSA P-256 verify, one core: $OPENSSL_VERIFY /s. Inputs' raw and record bytes, mean: genuine $GENUINE, seeded $SEEDED."
 [ "$MISMATCHES" = 0 ] || { echo "scale.sh: the seeded states disagree with the server's evaluation" >&2; exit 1; }

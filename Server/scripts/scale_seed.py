@@ -43,6 +43,11 @@ def main() -> None:
         if postgres:
             return f"lpad(CAST({column} AS TEXT), {width}, '0')"
         return f"substr('{'0' * width}' || CAST({column} AS TEXT), -{width}, {width})"
+    def iso(column: str) -> str:
+        """The column's milliseconds since 1970 as a record's date: ISO 8601 UTC with milliseconds."""
+        if postgres:
+            return f"""to_char(to_timestamp({column} / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
+        return f"strftime('%Y-%m-%dT%H:%M:%fZ', {column} / 1000.0, 'unixepoch')"
     if postgres:
         numbers = f"(SELECT CAST(k AS BIGINT) AS k FROM generate_series(0, {count - 1}) AS k) AS n"
         pool = ("SELECT i, decode(string_agg(md5(CAST(i * 1000 + j AS TEXT)), '' ORDER BY j), 'hex') AS raw "
@@ -151,8 +156,8 @@ SELECT i.id, 'notification:' || {uuid}, 'notification', r.raw,
     '{{"valid":true,"kind":"notification","environment":"' || environment || '","bundle_id":"' || bundle_id
     || '","chain":{{"leaf_sha256":"4f1b0c6e8a2d9e7f3b5a1c0d2e4f6a8b9c7d5e3f1a2b4c6d8e0f1a3b5c7d9e1f","root_sha256":"63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179"}}'
     || ',"transactions":[{{"source":"jws","transaction_id":"' || transaction_id || '","original_transaction_id":"' || otid || '","bundle_id":"'
-    || bundle_id || '","product_id":"' || product || '","product_type":"auto_renewable_subscription","purchase_date":' || CAST(purchase_date AS TEXT)
-    || ',"expires_date":' || CAST(expires_date AS TEXT) || ',"environment":"' || environment
+    || bundle_id || '","product_id":"' || product || '","product_type":"auto_renewable_subscription","purchase_date":"' || {iso("purchase_date")}
+    || '","expires_date":"' || {iso("expires_date")} || '","environment":"' || environment
     || '","ownership_type":"purchased","quantity":1,"storefront":"USA","price":{{"milliunits":9990,"currency":"USD"}},"transaction_reason":"purchase"}}]'
     || ',"renewal_info":{{"original_transaction_id":"' || otid || '","product_id":"' || product || '","auto_renew_product_id":"' || product
     || '","auto_renew_status":1,"environment":"' || environment || '"}}'
