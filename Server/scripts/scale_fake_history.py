@@ -51,44 +51,45 @@ def main() -> None:
     counts = {"requests": 0, "refused": 0, "notifications": 0}
     lock = threading.Lock()
 
-    def token_problem(authorization: str | None) -> str | None:
+    def checked_claims(authorization: str | None) -> tuple[dict | None, str | None]:
+        """The token's claims when it passes every check Apple makes; else None and what is wrong."""
         if not authorization or not authorization.startswith("Bearer "):
-            return "no Bearer token"
+            return None, "no Bearer token"
         parts = authorization[len("Bearer "):].split(".")
         if len(parts) != 3:
-            return "not a JWT"
+            return None, "not a JWT"
         try:
             header, claims = json.loads(b64url_decode(parts[0])), json.loads(b64url_decode(parts[1]))
             signature = b64url_decode(parts[2])
         except ValueError:
-            return "the JWT does not decode"
+            return None, "the JWT does not decode"
         if header.get("alg") != "ES256" or header.get("typ") != "JWT":
-            return "alg is not ES256 or typ is not JWT"
+            return None, "alg is not ES256 or typ is not JWT"
         if header.get("kid") != key_id:
-            return f"kid is not {key_id}"
+            return None, f"kid is not {key_id}"
         if claims.get("iss") != issuer_id:
-            return f"iss is not {issuer_id}"
+            return None, f"iss is not {issuer_id}"
         if claims.get("aud") != "appstoreconnect-v1":
-            return "aud is not appstoreconnect-v1"
+            return None, "aud is not appstoreconnect-v1"
         if claims.get("bid") not in apps:
-            return f"bid is not one of {apps}"
+            return None, f"bid is not one of {apps}"
         iat, exp, now = claims.get("iat"), claims.get("exp"), int(time.time())
         if not isinstance(iat, int) or not isinstance(exp, int):
-            return "iat or exp is missing"
+            return None, "iat or exp is missing"
         if iat > now + 60:
-            return "iat is in the future"
+            return None, "iat is in the future"
         if exp <= now:
-            return "the token expired"
+            return None, "the token expired"
         if exp - iat > 3600:
-            return "exp is more than an hour after iat"
+            return None, "exp is more than an hour after iat"
         if len(signature) != 64:
-            return "the signature is not 64 bytes"
+            return None, "the signature is not 64 bytes"
         der = encode_dss_signature(int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big"))
         try:
             public_key.verify(der, f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256()))
         except InvalidSignature:
-            return "the signature does not verify under the key"
-        return None
+            return None, "the signature does not verify under the key"
+        return claims, None
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -109,7 +110,7 @@ def main() -> None:
             raw = self.rfile.read(length)
             with lock:
                 counts["requests"] += 1
-            problem = token_problem(self.headers.get("Authorization"))
+            claims, problem = checked_claims(self.headers.get("Authorization"))
             if problem:
                 with lock:
                     counts["refused"] += 1
@@ -128,7 +129,6 @@ def main() -> None:
                 self.answer(400, {"errorCode": 4000000, "errorMessage": "startDate and endDate are required"})
                 return
             offset = int(query.removeprefix("paginationToken=")) if query.startswith("paginationToken=") else 0
-            claims = json.loads(b64url_decode(self.headers["Authorization"].split(".")[1]))
             mine = [] if sandbox or claims["bid"] != apps[0] else [p for d, p in history if start <= d < end]
             page = mine[offset:offset + PAGE]
             with lock:
