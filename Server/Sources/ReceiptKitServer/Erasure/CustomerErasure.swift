@@ -36,7 +36,7 @@ package enum CustomerErasure {
     /// - Throws: ``StoreError`` when the text is not a JSON object (the store is damaged).
     package static func redacting(_ erased: Set<String>, from event: String) throws -> String? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(event.utf8)) as? [String: Any] else {
-            throw StoreError("a stored event is not a JSON object")
+            throw StoreError.damaged("a stored event is not a JSON object")
         }
         guard let ids = object["customer_ids"] as? [String], ids.contains(where: { erased.contains($0) }) else { return nil }
         let kept = ids.filter { !erased.contains($0) }
@@ -64,7 +64,7 @@ package enum CustomerErasure {
         guard object["customer_id"] != nil else { return nil }
         if let jws = object["signed_transaction"] as? String { return Ingestion.Purchase.signedTransaction(jws).signedBytes }
         if let receipt = object["receipt_data"] as? String { return Ingestion.Purchase.receipt(receipt).signedBytes }
-        throw StoreError("a stored purchase names a customer but carries neither signed_transaction nor receipt_data")
+        throw StoreError.damaged("a stored purchase names a customer but carries neither signed_transaction nor receipt_data")
     }
 }
 

@@ -5,7 +5,7 @@ public import ReceiptKit
 /// An answer other than 2xx: an HTTP status and `{"error": {"code": …, "message": …}}`, with
 /// ReceiptKit's error codes for inputs that fail verification and the server's own for the rest
 /// (`unauthorized`, `not_found`, `invalid_request`, `database_unavailable`, `timeout`,
-/// `internal_error`). The message never carries SQL, a stack trace or a driver's error text.
+/// `stored_data_damaged`, `internal_error`). The message never carries SQL, a stack trace or a driver's error text.
 public struct APIError: Error, Sendable, CustomStringConvertible {
     /// The HTTP status.
     public let status: HTTPResponse.Status
@@ -42,6 +42,17 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
     static let databaseUnavailable = APIError(
         .serviceUnavailable, "database_unavailable", "the database is unavailable; retry later",
         retryAfterSeconds: retryAfterUnavailable)
+
+    /// What the store throws, as an answer: 503 ``databaseUnavailable`` when a retry may succeed,
+    /// 500 `stored_data_damaged` when what is stored cannot be read (its description goes to the
+    /// log, never into the answer).
+    init(_ error: StoreError) {
+        switch error.kind {
+        case .unavailable: self = .databaseUnavailable
+        case .damaged:
+            self.init(.internalServerError, "stored_data_damaged", "a stored record cannot be read; the server's log names it")
+        }
+    }
 
     /// The request took longer than `RECEIPTKIT_REQUEST_TIMEOUT`; the caller should retry, after
     /// ``retryAfterUnavailable`` seconds.

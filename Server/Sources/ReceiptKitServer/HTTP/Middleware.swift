@@ -42,8 +42,9 @@ struct RequestLogMiddleware: RouterMiddleware {
             context.notes.update { $0.verdict = apiError.code }
             response = apiError.response()
         } catch let error as StoreError {
-            context.notes.update { $0.verdict = "database_unavailable"; $0.reason = error.description }
-            response = APIError.databaseUnavailable.response()
+            let apiError = APIError(error)
+            context.notes.update { $0.verdict = apiError.code; $0.reason = error.description }
+            response = apiError.response()
         } catch {
             context.notes.update { $0.verdict = "internal_error"; $0.reason = String(describing: error) }
             response = APIError(.internalServerError, "internal_error", "the server failed; see its log").response()

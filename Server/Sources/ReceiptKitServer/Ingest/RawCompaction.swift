@@ -238,12 +238,12 @@ package enum RawCompaction {
         try walk(compacted, literal: { output.append(contentsOf: $0) }) { form, id in
             if forms[id] == nil {
                 guard let segment = segments[id] else {
-                    throw StoreError("a stored input refers to JWS header \(id), which is not stored")
+                    throw StoreError.damaged("a stored input refers to JWS header \(id), which is not stored")
                 }
                 forms[id] = Self.forms(of: segment)
             }
             let bytes = forms[id]![Int(form)]
-            guard !bytes.isEmpty else { throw StoreError("a stored input refers to a form of JWS header \(id) it cannot have") }
+            guard !bytes.isEmpty else { throw StoreError.damaged("a stored input refers to a form of JWS header \(id) it cannot have") }
             output.append(contentsOf: bytes)
         }
         return output
@@ -262,7 +262,7 @@ package enum RawCompaction {
         switch RawEncoding(rawValue: encoding) {
         case .verbatim: return stored
         case .headerReferences: return try expand(stored, segments: segments(references(in: stored)))
-        case nil: throw StoreError("a stored input's raw_encoding is \(encoding), which this server does not know")
+        case nil: throw StoreError.damaged("a stored input's raw_encoding is \(encoding), which this server does not know")
         }
     }
 
@@ -273,10 +273,10 @@ package enum RawCompaction {
         while let escapeIndex = compacted[start...].firstIndex(of: escape) {
             literal(compacted[start..<escapeIndex])
             guard compacted.count - escapeIndex >= referenceLength else {
-                throw StoreError("a stored input's raw bytes end in a cut-short header reference")
+                throw StoreError.damaged("a stored input's raw bytes end in a cut-short header reference")
             }
             let form = compacted[escapeIndex + 1]
-            guard form < 4 else { throw StoreError("a stored input's raw bytes hold an unknown header reference form \(form)") }
+            guard form < 4 else { throw StoreError.damaged("a stored input's raw bytes hold an unknown header reference form \(form)") }
             var id: Int64 = 0
             for byte in compacted[(escapeIndex + 2)..<(escapeIndex + referenceLength)] { id = id << 8 | Int64(byte) }
             try reference(form, id)

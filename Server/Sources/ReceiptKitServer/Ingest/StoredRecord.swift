@@ -30,7 +30,7 @@ struct StoredRecord: Decodable {
         do {
             self = try JSONDecoder().decode(StoredRecord.self, from: Data(input.record.utf8))
         } catch {
-            throw StoreError("a stored \(input.kind) record does not decode: \(error)")
+            throw StoreError.damaged("a stored \(input.kind) record does not decode: \(error)")
         }
     }
 

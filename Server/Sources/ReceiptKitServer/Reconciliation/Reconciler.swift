@@ -111,6 +111,8 @@ struct Reconciler: Sendable {
             return .failed(pair, error)
         } catch let error as CancellationError {
             throw error
+        } catch let error as StoreError {
+            return .failed(pair, APIError(error))
         } catch {
             return .failed(pair, APIError.databaseUnavailable)
         }

@@ -187,7 +187,7 @@ protocol StoreColumnDecodable: Sendable {
 extension StoreColumnDecodable where Self: StoreColumnType {
     static func decode(_ value: StoreValue, column: Int, of sql: String) throws -> Self {
         guard let decoded = Self(storeValue: value) else {
-            throw StoreError("column \(column + 1) is \(value.typeName), expected \(storeColumn) in: \(sql)")
+            throw StoreError.damaged("column \(column + 1) is \(value.typeName), expected \(storeColumn) in: \(sql)")
         }
         return decoded
     }

@@ -145,14 +145,43 @@ package final class Store: Sendable {
     }
 }
 
-/// The database failed: the route answers 503 so that Apple (or the backend) retries. Its
-/// description is for the log only, never for an answer.
+/// The database failed, or what it holds cannot be read. Its description is for the log only,
+/// never for an answer.
+///
+/// A failure that passes (the database unreachable, busy, full, or slower than
+/// `RECEIPTKIT_DATABASE_TIMEOUT`) is ``Kind/unavailable``: the route answers 503 with
+/// `Retry-After`, so that Apple (or the backend) retries. Stored data this server cannot read (a
+/// record or copy that does not decode, a column of another type, a row no version writes) is
+/// ``Kind/damaged``: a retry cannot help, so the route answers 500 `stored_data_damaged` and the
+/// log names what failed.
 public struct StoreError: Error, CustomStringConvertible {
+    /// Whether a retry may succeed.
+    public enum Kind: Sendable {
+        /// The database failed or did not answer in time; it may answer a retry.
+        case unavailable
+        /// What is stored cannot be read: the store is damaged, or was written by software this
+        /// server does not know.
+        case damaged
+    }
+
+    /// Whether a retry may succeed.
+    public let kind: Kind
     /// What failed, for the log.
     public let description: String
 
+    /// The database failed (``Kind/unavailable``).
     init(_ description: String) {
+        self.init(.unavailable, description)
+    }
+
+    private init(_ kind: Kind, _ description: String) {
+        self.kind = kind
         self.description = description
+    }
+
+    /// What is stored cannot be read (``Kind/damaged``).
+    static func damaged(_ description: String) -> StoreError {
+        StoreError(.damaged, description)
     }
 
     /// A store call that had no answer from the database within ``Store/timeout``.

@@ -100,6 +100,46 @@ struct NotificationRouteTests {
             #expect(!answer.text.lowercased().contains("sql"))
         }
     }
+
+    @Test("stored data that cannot be read is 500 stored_data_damaged, without Retry-After, and the other keys still answer",
+          arguments: Backend.available)
+    func storedDataDamaged(backend: Backend) async throws {
+        let signed = ms("2025-06-01T12:00:00Z")
+        func purchase(_ id: String) throws -> String {
+            try payloads.notification(
+                type: "SUBSCRIBED", subtype: "INITIAL_BUY", uuid: UUID().uuidString.lowercased(), signed: signed,
+                transaction: payloads.transaction(id: id, original: id, purchase: signed, expires: signed + 7 * day, signed: signed),
+                renewalInfo: payloads.renewalInfo(original: id, signed: signed))
+        }
+        let purchases = try ["2000", "2001"].map(purchase)
+        // A renewal that must fold into the key whose copies are damaged below.
+        let renewal = try payloads.notification(
+            type: "DID_RENEW", subtype: nil, uuid: UUID().uuidString.lowercased(), signed: signed + 7 * day,
+            transaction: payloads.transaction(id: "2000-2", original: "2000", purchase: signed + 7 * day,
+                                              expires: signed + 14 * day, signed: signed + 7 * day),
+            renewalInfo: payloads.renewalInfo(original: "2000", signed: signed + 7 * day))
+        try await TestServer.run(backend) { server in
+            for purchase in purchases {
+                let stored = try await server.notify(purchase)
+                #expect(stored.status == .ok, "\(stored.text)")
+            }
+            try await backend.damageCopies(of: ["2000"], location: server.location, searchPath: server.searchPath)
+
+            let read = try await server.get("/v1/subscriptions/2000")
+            try read.expectError(.internalServerError, "stored_data_damaged")
+            #expect(read.headers[.retryAfter] == nil)
+            #expect(!read.text.contains("transaction_copies") && !read.text.contains("damaged'"), "\(read.text)")
+            #expect(try await server.get("/v1/subscriptions/2001").status == .ok)
+
+            // The renewal cannot fold: the same answer, and nothing stored.
+            let notified = try await server.notify(renewal)
+            try notified.expectError(.internalServerError, "stored_data_damaged")
+            #expect(notified.headers[.retryAfter] == nil)
+            try await server.withStore { store async throws in
+                #expect(try await store.inputCount(dedupKeys: nil) == 2)
+            }
+        }
+    }
 }
 
 /// Renames the events table behind the server's back, so that every write fails.

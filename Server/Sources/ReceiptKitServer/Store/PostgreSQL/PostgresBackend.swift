@@ -75,7 +75,19 @@ final class PostgresBackend: StoreBackend {
 
     func write<Steps: RowSteps & Sendable>(_ steps: Steps) async throws -> Steps.Result where Steps.Result: Sendable {
         let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection in try await connection.run(steps, logger: logger) }
+        return try await transaction { connection in try await connection.run(steps, logger: logger) }
+    }
+
+    /// `client.withTransaction`, with a ``StoreError`` or ``APIError`` its body threw passed on
+    /// as thrown (PostgresNIO wraps it in `PostgresTransactionError`), so that stored data that
+    /// cannot be read keeps its answer (500, not 503).
+    private func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+        } catch let error as PostgresTransactionError {
+            if let thrown = error.closureError, thrown is StoreError || thrown is APIError { throw thrown }
+            throw error
+        }
     }
 
     func record(_ recording: Recording, deadline: ContinuousClock.Instant?) async throws -> Recording.Result {
@@ -85,7 +97,7 @@ final class PostgresBackend: StoreBackend {
 
     func migrate(_ migrations: ArraySlice<Migration>, at now: Timestamp) async throws {
         let logger = self.logger
-        try await client.withTransaction(logger: logger) { connection in
+        try await transaction { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
             try await connection.query(
                 "CREATE TABLE IF NOT EXISTS receiptkit_migrations (id TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)",
@@ -195,7 +207,7 @@ extension PostgresConnection {
         var rows: [[StoreValue]] = []
         for try await row in try await query(fetch.statement.postgres(fetch.values), logger: logger) {
             guard row.count == columns.count else {
-                throw StoreError("the query reads \(row.count) columns and declares \(columns.count): \(fetch.statement.postgres)")
+                throw StoreError.damaged("the query reads \(row.count) columns and declares \(columns.count): \(fetch.statement.postgres)")
             }
             var values: [StoreValue] = []
             values.reserveCapacity(columns.count)

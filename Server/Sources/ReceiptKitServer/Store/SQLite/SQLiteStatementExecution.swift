@@ -60,10 +60,10 @@ extension Database {
     ) throws {
         let handle = statement.sqliteStatement
         guard values.count == Int(sqlite3_bind_parameter_count(handle)) else {
-            throw StoreError("\(values.count) values for the \(sqlite3_bind_parameter_count(handle)) parameters of: \(statement.sql)")
+            throw StoreError.damaged("\(values.count) values for the \(sqlite3_bind_parameter_count(handle)) parameters of: \(statement.sql)")
         }
         if let columns, columns != sqlite3_column_count(handle) {
-            throw StoreError("the query reads \(sqlite3_column_count(handle)) columns and declares \(columns): \(statement.sql)")
+            throw StoreError.damaged("the query reads \(sqlite3_column_count(handle)) columns and declares \(columns): \(statement.sql)")
         }
         sqlite3_reset(handle)
         defer {

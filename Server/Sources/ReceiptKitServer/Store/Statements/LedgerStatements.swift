@@ -52,7 +52,7 @@ enum LedgerStatements {
         do {
             return try LedgerCopy(jsonBytes: Array(json.utf8), kind: kind)
         } catch {
-            throw StoreError("a stored copy of \(originalTransactionId) does not decode: \(error)")
+            throw StoreError.damaged("a stored copy of \(originalTransactionId) does not decode: \(error)")
         }
     }
 

@@ -17,7 +17,7 @@ enum OutboxStatements {
         lastError: String?, deliveredAt: Int64?, body: [UInt8]
     ) throws -> Delivery {
         guard let kind = Delivery.Kind(rawValue: kind), let state = Delivery.State(rawValue: state) else {
-            throw StoreError("outbox row \(id) has kind \(kind) and state \(state), which this server does not know")
+            throw StoreError.damaged("outbox row \(id) has kind \(kind) and state \(state), which this server does not know")
         }
         return Delivery(
             id: id, kind: kind, target: target, orderingKey: orderingKey, eventId: eventId, state: state, attempts: Int(attempts),

@@ -100,7 +100,7 @@ struct Derivation: RowSteps, Sendable {
                 phase = .customers(index + 1)
                 return .fetch(LedgerStatements.customersOfKey.fetch(LedgerStatements.key(keysWithEvents[index])))
             case .ids:
-                guard let last = try FeedStatements.drawIds.decodeFirst(rows) else { throw StoreError("feed_counter has no row") }
+                guard let last = try FeedStatements.drawIds.decodeFirst(rows) else { throw StoreError.damaged("feed_counter has no row") }
                 var id = last - Int64(events.count)
                 for var event in events {
                     id += 1

@@ -59,7 +59,7 @@ struct Folding: RowSteps, Sendable {
         case (.transaction, .same(let latest)):
             let same = try LedgerStatements.transactionCopy.decodeFirst(rows).map { try LedgerStatements.copy($0, kind: .transaction, of: id) }
             guard case .write(let result) = Self.plan(copy, latest: latest, same: .some(same)) else {
-                throw StoreError("folding a copy of \(id) asked for the same row twice")
+                throw StoreError.damaged("folding a copy of \(id) asked for the same row twice")
             }
             return .done(result)
         }

@@ -41,7 +41,7 @@ struct RetentionRecording: RowSteps, Sendable {
             phase = .ids
             return .fetch(FeedStatements.drawIds.fetch([.integer(1)]))
         case .ids:
-            guard let id = try FeedStatements.drawIds.decodeFirst(rows) else { throw StoreError("feed_counter has no row") }
+            guard let id = try FeedStatements.drawIds.decodeFirst(rows) else { throw StoreError.damaged("feed_counter has no row") }
             let json = try event.json(id: id)
             var result = Result(eventId: id)
             var writes = [FeedStatements.eventWrite(event, id: id, json: json, recordedAt: recordedAt)]

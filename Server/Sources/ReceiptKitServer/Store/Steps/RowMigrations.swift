@@ -60,7 +60,7 @@ struct LedgersToCopies: RowSteps, Sendable {
         do {
             return try EntitlementLedger(jsonBytes: Array(state.utf8)).copies
         } catch {
-            throw StoreError("the stored ledger of \(key) does not decode: \(error)")
+            throw StoreError.damaged("the stored ledger of \(key) does not decode: \(error)")
         }
     }
 }
