@@ -1,26 +1,31 @@
 #!/usr/bin/env bash
 # The installable release, and its check (docs/operations.md, Install).
 #
-#   scripts/release.sh                  builds dist/receiptkit-VERSION-linux-ARCH.tar.gz from HEAD
-#                                       and prints its path
-#   scripts/release.sh --check TARBALL  checks a tarball as a fresh host would see it
+#   scripts/release.sh                      builds dist/receiptkit-VERSION-linux-ARCH.tar.gz from
+#                                           HEAD and prints its path
+#   scripts/release.sh --from-test-builds   the same from the release builds scripts/test.sh
+#                                           made of a clean checkout (.build, Server/.build):
+#                                           nothing compiled again (CI)
+#   scripts/release.sh --check TARBALL      checks a tarball as a fresh host would see it
 #
 # The tarball holds one folder, receiptkit-VERSION-linux-ARCH/: bin/verify-receipt,
 # bin/receiptkit-server and bin/appstore-api, built in release with Swift's runtime and
-# Foundation linked in (--static-swift-stdlib), so that a host needs only the C libraries
-# docs/operations.md names; the systemd unit and the example environment file from packaging/;
-# and LICENSE. VERSION is Release.version (Sources/ReceiptKitRelease); ARCH is `uname -m`.
+# Foundation linked in, so that a host needs only the C libraries docs/operations.md names; the
+# systemd unit and the example environment file from packaging/; and LICENSE. VERSION is
+# Release.version (Sources/ReceiptKitRelease); ARCH is `uname -m`.
 #
-# The build is of HEAD, copied into .build-release/source with the commit
-# written into Sources/ReceiptKitRelease/BuildCommit.swift, so each command's --version names
-# it; uncommitted changes are not in a release. Server/Package.resolved, when scripts/test.sh has
-# written it, goes along: the release has the dependencies the tests ran with.
-#
-# The scratch path is .build-release/build: --static-swift-stdlib changes every compile command
-# (the compiler reads the static runtime's modules, which have no Testing module, so the tests
-# cannot be built this way), so scripts/test.sh's release build cannot be reused. One build of
-# the Server package makes all three commands: verify-receipt is a product of its dependency,
-# the root package.
+# Compiled once, linked twice. The commands are compiled as any release build is: from a copy of
+# HEAD in .build-release/source, so that uncommitted changes are not in a release, or, with
+# --from-test-builds, the very objects the release test suites ran. Each is then linked again by
+# the command SwiftPM linked it with (from its build manifest, release.yaml) with -static-stdlib
+# added, which takes Swift's runtime and Foundation from their static archives, and two objects:
+#   - the runtime probe, an empty file importing the runtime's modules compiled against their
+#     static form, whose autolink entries name the archives those need (objects compiled against
+#     the shared form name only each module's own library);
+#   - the commit, `const char receiptkit_release_commit[]`, exported, which Release.commit reads
+#     from the executable's symbols: --version names the commit with no source file written.
+# (`swift build --static-swift-stdlib` would compile everything a second time: it changes every
+# compile command; and it cannot build the tests, as the static runtime has no Testing module.)
 #
 # The check unpacks the tarball into an empty directory and fails unless: ldd finds every
 # library each command needs and none of Swift's; every library beyond glibc's is named in
@@ -40,31 +45,84 @@ fail() {
     exit 1
 }
 
+# link_static PRODUCT BUILD_PATH OUTPUT OBJECTS...: PRODUCT linked again from the release build
+# in BUILD_PATH (a scratch path), with Swift's runtime and OBJECTS linked in.
+link_static() {
+    python3 - "$@" <<'PY' >&2
+import json, pathlib, subprocess, sys
+product, build_path, output, *objects = sys.argv[1:]
+manifest = pathlib.Path(build_path, "release.yaml")
+if not manifest.is_file():
+    sys.exit(f"release.sh: {build_path} has no release build (no {manifest})")
+# llbuild's manifest: a command's name on a line of its own, its arguments on a later `args:`
+# line as a JSON list.
+lines = manifest.read_text().splitlines()
+name = next((i for i, line in enumerate(lines)
+             if line.startswith(f'  "C.{product}-') and line.endswith('-release.exe":')), None)
+if name is None:
+    sys.exit(f"release.sh: {manifest} does not link {product}")
+args_line = next(line.strip() for line in lines[name + 1:] if line.strip().startswith("args:"))
+args = json.loads(args_line[len("args:"):])
+link_list = next((a[1:] for a in args if a.startswith("@") and a.endswith("Objects.LinkFileList")), None)
+if link_list is None or not pathlib.Path(link_list).is_file() or "-o" not in args:
+    sys.exit(f"release.sh: {product}'s link command in {manifest} is not one this script knows")
+missing = [o for o in pathlib.Path(link_list).read_text().split() if not pathlib.Path(o).is_file()]
+if missing:
+    sys.exit(f"release.sh: {product} is not built in {build_path} ({missing[0]} is missing)")
+args[args.index("-o") + 1] = output
+args += ["-static-stdlib", *objects, "-Xlinker", "--export-dynamic-symbol=receiptkit_release_commit"]
+sys.exit(subprocess.run(args).returncode)
+PY
+}
+
 build() {
+    local from_tests=$1
     scripts/install-deps.sh
-    local commit source bin version arch name stage tarball
+    local commit bin version arch name stage tarball product source
     commit="$(git rev-parse --short=12 HEAD)"
-    [ -z "$(git status --porcelain --untracked-files=no)" ] ||
-        echo "== building commit $commit: the uncommitted changes are not in the release" >&2
-    # HEAD's files, through an index of the copy's own (the checkout's index is not touched):
-    # only files that changed since the last release build are written, so only they compile.
-    source="$scratch/source"
-    mkdir -p "$source"
-    GIT_INDEX_FILE="$scratch/source.index" git --work-tree="$source" read-tree -u --reset HEAD
-    printf '// Written by scripts/release.sh.\nlet buildCommit: String? = "%s"\n' "$commit" \
-        >"$source/Sources/ReceiptKitRelease/BuildCommit.swift"
-    # The dependencies' versions the tests ran with, when scripts/test.sh has resolved them.
-    if [ -f Server/Package.resolved ]; then
-        cp Server/Package.resolved "$source/Server/"
+    # Each command's release build: its scratch path.
+    local -A build_path
+    if [ "$from_tests" = yes ]; then
+        [ -z "$(git status --porcelain --untracked-files=no)" ] ||
+            fail "--from-test-builds needs a clean checkout: the builds must be of HEAD, commit $commit"
+        build_path[verify-receipt]="$PWD/.build"
+        build_path[receiptkit-server]="$PWD/Server/.build"
+        build_path[appstore-api]="$PWD/Server/.build"
+        source="$PWD"
+    else
+        [ -z "$(git status --porcelain --untracked-files=no)" ] ||
+            echo "== building commit $commit: the uncommitted changes are not in the release" >&2
+        # HEAD's files, through an index of the copy's own (the checkout's index is not touched):
+        # only files that changed since the last release build are written, so only they compile.
+        source="$scratch/source"
+        mkdir -p "$source"
+        GIT_INDEX_FILE="$scratch/source.index" git --work-tree="$source" read-tree -u --reset HEAD
+        # The dependencies' versions the tests ran with, when scripts/test.sh has resolved them.
+        if [ -f Server/Package.resolved ]; then
+            cp Server/Package.resolved "$source/Server/"
+        fi
+        for product in "${commands[@]}"; do
+            echo "== building $product (release, commit $commit)" >&2
+            swift build -c release --package-path "$source/Server" --scratch-path "$scratch/build" \
+                --product "$product" >&2
+            build_path[$product]="$scratch/build"
+        done
     fi
 
-    local swift_build=(swift build -c release --static-swift-stdlib
-        --package-path "$source/Server" --scratch-path "$scratch/build")
+    local link="$scratch/link"
+    rm -rf "$link" && mkdir -p "$link"
+    printf 'import Foundation\nimport FoundationEssentials\nimport Dispatch\nimport Synchronization\n' \
+        >"$link/RuntimeProbe.swift"
+    swiftc -static-stdlib -parse-as-library -module-name RuntimeProbe -c "$link/RuntimeProbe.swift" \
+        -o "$link/runtime-probe.o"
+    printf 'const char receiptkit_release_commit[] = "%s";\n' "$commit" >"$link/commit.c"
+    "$(dirname "$(command -v swiftc)")/clang" -c "$link/commit.c" -o "$link/commit.o"
     for product in "${commands[@]}"; do
-        echo "== building $product (release, Swift's runtime linked in, commit $commit)" >&2
-        "${swift_build[@]}" --product "$product" >&2
+        echo "== linking $product with Swift's runtime (${build_path[$product]}, commit $commit)" >&2
+        link_static "$product" "${build_path[$product]}" "$link/$product" "$link/runtime-probe.o" "$link/commit.o" ||
+            fail "linking $product failed"
     done
-    bin="$("${swift_build[@]}" --show-bin-path)"
+    bin="$link"
 
     version="$("$bin/verify-receipt" --version)"
     [ "$version" = "${version%% *} (commit $commit)" ] ||
@@ -196,14 +254,19 @@ stop_server() {
     fi
 }
 
+usage="usage: scripts/release.sh [--from-test-builds | --check TARBALL]"
 case "${1:-}" in
-"") build ;;
+"") build no ;;
+--from-test-builds)
+    [ $# -eq 1 ] || { echo "$usage" >&2; exit 64; }
+    build yes
+    ;;
 --check)
-    [ $# -eq 2 ] || { echo "usage: scripts/release.sh [--check TARBALL]" >&2; exit 64; }
+    [ $# -eq 2 ] || { echo "$usage" >&2; exit 64; }
     check "$2"
     ;;
 *)
-    echo "usage: scripts/release.sh [--check TARBALL]" >&2
+    echo "$usage" >&2
     exit 64
     ;;
 esac
