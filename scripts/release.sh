@@ -49,7 +49,7 @@ fail() {
 # in BUILD_PATH (a scratch path), with Swift's runtime and OBJECTS linked in.
 link_static() {
     python3 - "$@" <<'PY' >&2
-import json, pathlib, subprocess, sys
+import json, pathlib, shlex, subprocess, sys
 product, build_path, output, *objects = sys.argv[1:]
 manifest = pathlib.Path(build_path, "release.yaml")
 if not manifest.is_file():
@@ -66,7 +66,9 @@ args = json.loads(args_line[len("args:"):])
 link_list = next((a[1:] for a in args if a.startswith("@") and a.endswith("Objects.LinkFileList")), None)
 if link_list is None or not pathlib.Path(link_list).is_file() or "-o" not in args:
     sys.exit(f"release.sh: {product}'s link command in {manifest} is not one this script knows")
-missing = [o for o in pathlib.Path(link_list).read_text().split() if not pathlib.Path(o).is_file()]
+# One object a line, quoted as a shell word when its path has a space.
+objects_linked = [shlex.split(line)[0] for line in pathlib.Path(link_list).read_text().splitlines() if line.strip()]
+missing = [o for o in objects_linked if not pathlib.Path(o).is_file()]
 if missing:
     sys.exit(f"release.sh: {product} is not built in {build_path} ({missing[0]} is missing)")
 args[args.index("-o") + 1] = output
