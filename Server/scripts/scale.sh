@@ -15,20 +15,22 @@
 #     over the stored copies) equals the derived state seeded; the overview's counts equal the
 #     seeded states counted by SQL.
 #  4. Measured (the release server unpinned, the machine shared): the overview; reads at 4
-#     connections (wrk, random keys): subscription, customer entitlements; search by transaction
-#     id, original transaction id and customer id; a feed page of 500 at the start, the middle and
-#     the end; a sweep pass over 10,000 keys made due; genuine notifications (scale_notifications.py,
-#     signed under the test PKI) ingested at 4 and 128 connections, per server CPU-second and as a
-#     ratio of OpenSSL's single-core ECDSA P-256 verify rate ÷ 3 (a notification carries three
-#     signatures); the server's peak memory; one reconcile window (POST /v1/reconcile) of 1,000
-#     notifications, half of them missed, against Get Notification History served by
-#     scale_fake_history.py, which checks each token; a backup while the server serves reads
-#     (backup --to on SQLite, pg_dump on PostgreSQL); the database's size on disk per subscription.
+#     connections (wrk, random keys, after a warm-up of the same reads): subscription, customer
+#     entitlements; search by transaction id, original transaction id and customer id; a feed
+#     page of 500 at the start, the middle and the end; a sweep pass over 10,000 keys made due;
+#     genuine notifications (scale_notifications.py, signed under the test PKI) ingested at 4 and
+#     128 connections, per server CPU-second and as a ratio of OpenSSL's single-core ECDSA P-256
+#     verify rate ÷ 3 (a notification carries three signatures); the server's peak memory; one
+#     reconcile window (POST /v1/reconcile) of 1,000 notifications, half of them missed, against
+#     Get Notification History served by scale_fake_history.py, which checks each token; a backup
+#     while the server serves reads (backup --to on SQLite, pg_dump on PostgreSQL); the
+#     database's size on disk per subscription.
 #  It prints a table and exits non-zero when a target is missed.
 #
 # Not part of `swift test`. Needs wrk, sqlite3 or psql (and pg_dump), python3 with python3-cryptography.
 # Usage: Server/scripts/scale.sh [SUBSCRIBERS]
 # Environment: RECEIPTKIT_DATABASE_URL (PostgreSQL, or sqlite:PATH), SECONDS_PER_RUN (default 10),
+# WARM_UP_SECONDS (the same reads first, not measured; default 5),
 # BUILD (default release), SEEDED_SECONDS (the database at RECEIPTKIT_DATABASE_URL was seeded by
 # scale_seed.py with SUBSCRIBERS keys before, in that many seconds: measure it again),
 # MIGRATION_MS (migration v12 was timed on it before: skip it), KEEP_WORK (set: the work directory is kept).
@@ -206,6 +208,9 @@ LUA
 percentile() { awk -v p="$2" '$1 == p { v = $2; if (v ~ /us$/) { sub(/us/, "", v); v /= 1000 } else if (v ~ /ms$/) { sub(/ms/, "", v) } else if (v ~ /s$/) { sub(/s/, "", v); v *= 1000 } printf "%.2f", v }' "$1"; }
 declare -A P50 P99 RATE
 for kind in subscription entitlements search-transaction search-original search-customer; do
+    # A warm-up of the same requests first, not measured: a serving database's pages are in
+    # memory, where a just-seeded or just-migrated one's are partly not.
+    KIND=$kind wrk -t1 -c4 -d"${WARM_UP_SECONDS:-5}s" -s "$WORK/reads.lua" "$BASE" > /dev/null
     KIND=$kind wrk -t1 -c4 -d"${SECONDS_PER_RUN}s" --latency -s "$WORK/reads.lua" "$BASE" > "$WORK/$kind.txt"
     grep -q "Non-2xx" "$WORK/$kind.txt" && { cat "$WORK/$kind.txt"; echo "scale.sh: $kind answered errors" >&2; exit 1; }
     P50[$kind]=$(percentile "$WORK/$kind.txt" 50%); P99[$kind]=$(percentile "$WORK/$kind.txt" 99%)
