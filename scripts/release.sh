@@ -118,7 +118,8 @@ build() {
     swiftc -static-stdlib -parse-as-library -module-name RuntimeProbe -c "$link/RuntimeProbe.swift" \
         -o "$link/runtime-probe.o"
     printf 'const char receiptkit_release_commit[] = "%s";\n' "$commit" >"$link/commit.c"
-    "$(dirname "$(command -v swiftc)")/clang" -c "$link/commit.c" -o "$link/commit.o"
+    # The toolchain's own clang, beside swiftc (through any symlink to it).
+    "$(dirname "$(readlink -f "$(command -v swiftc)")")/clang" -c "$link/commit.c" -o "$link/commit.o"
     for product in "${commands[@]}"; do
         echo "== linking $product with Swift's runtime (${build_path[$product]}, commit $commit)" >&2
         link_static "$product" "${build_path[$product]}" "$link/$product" "$link/runtime-probe.o" "$link/commit.o" ||
