@@ -59,8 +59,21 @@ final class PostgresBackend: StoreBackend {
 
     func read<Steps: RowSteps & Sendable>(_ steps: Steps) async throws -> Steps.Result where Steps.Result: Sendable {
         let logger = self.logger
-        // One snapshot for every read of the steps, so that their rows agree.
         return try await client.withConnection { connection in
+            // One statement is one snapshot: steps done after their first read (a key's state
+            // now, ``LedgerStatements/current``) take one round trip, not three.
+            var single = steps
+            switch try single.next([]) {
+            case .done(let result):
+                return result
+            case .fetch(let fetch):
+                if case .done(let result) = try single.next(try await connection.rows(fetch, logger: logger)) {
+                    return result
+                }
+            case .write, .insert:
+                break
+            }
+            // Steps that read again, from the start in one snapshot, so that their rows agree.
             try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
             do {
                 let result = try await connection.run(steps, logger: logger)

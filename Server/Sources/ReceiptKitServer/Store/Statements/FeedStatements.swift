@@ -14,7 +14,7 @@ import ReceiptKit
 /// for their last statements; an input that changes nothing does not take it.
 enum FeedStatements {
     /// The columns of `subscriptions` that hold the state the feed derived last, in the order
-    /// ``LedgerStatements/head`` reads them.
+    /// ``LedgerStatements/current`` reads them.
     static let derivedColumns = [
         "derived_status", "derived_product_id", "derived_transaction_id", "derived_expires_at", "derived_will_renew",
         "derived_subscription", "derived_family_shared", "next_change_at", "derived_at",

@@ -223,29 +223,79 @@ enum LedgerStatements {
 
     // MARK: Reading a key
 
-    /// The key's row: the copy signed last (its date and transaction id), the renewal info signed
-    /// last, and the state the feed derived last (``FeedStatements/derivedColumns``).
-    static let head = Query(
+    /// A key's state now, in one statement (one snapshot, one round trip): its row (``KeyHead``),
+    /// the top-ranked latest copies of its transactions (``candidateLimit`` of them: rule 2 picks
+    /// among them, its last tie-break, the transaction id, being ReceiptKit's), the transaction
+    /// copy signed last and the renewal info signed last. Values: the key three times, then its
+    /// renewal key (``renewalKey(_:)``).
+    static let current = Query(
         """
-        SELECT s.last_known_from, s.last_known_transaction_id,
+        SELECT CAST(0 AS BIGINT), s.last_known_from, s.last_known_transaction_id, NULL,
             (SELECT MAX(r.known_from) FROM renewal_info_copies r
              WHERE r.original_transaction_id = s.original_transaction_id AND r.environment = s.environment),
             \(FeedStatements.derivedColumns.map { "s." + $0 }.joined(separator: ", "))
         FROM subscriptions s WHERE s.original_transaction_id = ? AND s.bundle_id = ? AND s.environment = ?
+        UNION ALL
+        SELECT CAST(1 AS BIGINT), c.known_from, c.transaction_id, c.copy, \(nulls)
+        FROM (
+            SELECT known_from, transaction_id, copy FROM transaction_copies
+            WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND is_latest = 1
+            ORDER BY \(rankOrder) LIMIT \(candidateLimit)
+        ) c
+        UNION ALL
+        SELECT CAST(2 AS BIGINT), t.known_from, t.transaction_id, t.copy, \(nulls)
+        FROM subscriptions s JOIN transaction_copies t
+            ON t.original_transaction_id = s.original_transaction_id AND t.bundle_id = s.bundle_id
+            AND t.environment = s.environment AND t.transaction_id = s.last_known_transaction_id
+            AND t.known_from = s.last_known_from
+        WHERE s.original_transaction_id = ? AND s.bundle_id = ? AND s.environment = ?
+        UNION ALL
+        SELECT CAST(3 AS BIGINT), r.known_from, NULL, r.copy, \(nulls)
+        FROM renewal_info_copies r
+        WHERE r.original_transaction_id = ? AND r.environment = ? AND r.known_from = (
+            SELECT MAX(m.known_from) FROM renewal_info_copies m
+            WHERE m.original_transaction_id = r.original_transaction_id AND m.environment = r.environment)
         """
     ) {
-        (lastKnownFrom: Int64?, lastTransactionId: String?, lastRenewalInfo: Int64?, status: String?, productId: String?,
-         transactionId: String?, expiresAt: Int64?, willRenew: Bool?, isSubscription: Bool?, isFamilyShared: Bool?,
-         nextChangeAt: Int64?, _: Int64?) in
-        KeyHead(
-            lastTransaction: lastKnownFrom.flatMap { knownFrom in lastTransactionId.map { (knownFrom, $0) } },
-            lastRenewalInfo: lastRenewalInfo,
-            derived: FeedStatements.derived(
-                status: status, productId: productId, transactionId: transactionId, expiresAt: expiresAt, willRenew: willRenew,
-                isSubscription: isSubscription, isFamilyShared: isFamilyShared, nextChangeAt: nextChangeAt))
+        (part: Int64, knownFrom: Int64?, transactionId: String?, copy: String?, lastRenewalInfo: Int64?, status: String?,
+         productId: String?, derivedTransactionId: String?, expiresAt: Int64?, willRenew: Bool?, isSubscription: Bool?,
+         isFamilyShared: Bool?, nextChangeAt: Int64?, _: Int64?) throws -> CurrentRow in
+        switch (part, knownFrom, transactionId, copy) {
+        case (0, _, _, _):
+            return .head(KeyHead(
+                lastTransaction: knownFrom.flatMap { knownFrom in transactionId.map { (knownFrom, $0) } },
+                lastRenewalInfo: lastRenewalInfo,
+                derived: FeedStatements.derived(
+                    status: status, productId: productId, transactionId: derivedTransactionId, expiresAt: expiresAt,
+                    willRenew: willRenew, isSubscription: isSubscription, isFamilyShared: isFamilyShared,
+                    nextChangeAt: nextChangeAt)))
+        case (1, let knownFrom?, let transactionId?, let copy?):
+            return .candidate(CandidateRow(json: copy, transactionId: transactionId, knownFrom: knownFrom))
+        case (2, _, _, let copy?):
+            return .lastTransaction(copy)
+        case (3, _, _, let copy?):
+            return .lastRenewalInfo(copy)
+        default:
+            throw StoreError.damaged("a key's current rows hold part \(part) without the columns it has")
+        }
     }
 
-    /// A row of ``candidates`` or ``candidatesKnownAt``: a transaction's latest copy.
+    /// The columns of ``current`` a copy's row leaves empty: those of the key's row.
+    private static let nulls = Array(repeating: "NULL", count: 1 + FeedStatements.derivedColumns.count).joined(separator: ", ")
+
+    /// A row of ``current``.
+    enum CurrentRow: Sendable {
+        /// The key's row.
+        case head(KeyHead)
+        /// A top-ranked latest transaction copy.
+        case candidate(CandidateRow)
+        /// The JSON of the transaction copy signed last.
+        case lastTransaction(String)
+        /// The JSON of the renewal info signed last.
+        case lastRenewalInfo(String)
+    }
+
+    /// A candidate of ``current`` or ``candidatesKnownAt``: a transaction's latest copy.
     struct CandidateRow: Sendable {
         var json: String
         var transactionId: String
@@ -265,16 +315,7 @@ enum LedgerStatements {
         return [.flag(rank?.isUpgraded ?? false), .integer(instant(rank?.purchaseDate)), .integer(instant(rank?.expiresDate))]
     }
 
-    /// The latest copies of the key's transactions, highest ranked first, the two top ones
-    /// (rule 2 picks among them; its last tie-break, the transaction id, is ReceiptKit's).
-    static let candidates = Query(
-        """
-        SELECT copy, transaction_id, known_from FROM transaction_copies
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND is_latest = 1
-        ORDER BY \(rankOrder) LIMIT \(candidateLimit)
-        """, row: candidateRow)
-
-    /// ``candidates`` among the copies known at an instant: of each transaction, the copy signed
+    /// ``current``'s candidates among the copies known at an instant: of each transaction, the copy signed
     /// last by then.
     static let candidatesKnownAt = Query(
         """
@@ -323,7 +364,7 @@ enum LedgerStatements {
     ) { (copy: String) in copy }
 }
 
-/// A key's row as ``LedgerStatements/head`` reads it.
+/// A key's row as ``LedgerStatements/current`` reads it.
 struct KeyHead: Sendable {
     /// The date and transaction id of the key's transaction copy signed last.
     var lastTransaction: (knownFrom: Int64, transactionId: String)?

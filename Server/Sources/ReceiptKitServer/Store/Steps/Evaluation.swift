@@ -4,13 +4,14 @@ import ReceiptKit
 /// ``EntitlementLedger``; `nil` when no transaction of the key is known at that instant.
 ///
 /// When every copy of the key is known at the instant — a state asked for now, the case that
-/// matters at scale — the state is decided by a few rows whatever the key's history: the
-/// top-ranked latest transaction copies (rule 2 picks among them), the copy signed last (the
-/// state's `last_signed_date`) and the renewal info signed last (rule 3). At an instant before the
-/// key's last copy (an `as_of`), the same few among the copies known then: each transaction's copy
-/// signed last by then, ranked, the copy signed last by then, and the renewal info signed last by
-/// then. Only when the top two candidates tie is every copy known at the instant read. Either way
-/// ReceiptKit evaluates the copies: the rules are not restated here.
+/// matters at scale — the state is decided by a few rows whatever the key's history, read in one
+/// statement (``LedgerStatements/current``): the top-ranked latest transaction copies (rule 2
+/// picks among them), the copy signed last (the state's `last_signed_date`) and the renewal info
+/// signed last (rule 3). At an instant before the key's last copy (an `as_of`), the same few among
+/// the copies known then: each transaction's copy signed last by then, ranked, the copy signed
+/// last by then, and the renewal info signed last by then. Only when the top two candidates tie is
+/// every copy known at the instant read. Either way ReceiptKit evaluates the copies: the rules are
+/// not restated here.
 struct Evaluation: RowSteps, Sendable {
     let key: SubscriptionKey
     let instant: Timestamp
@@ -22,7 +23,7 @@ struct Evaluation: RowSteps, Sendable {
     private(set) var head = KeyHead()
 
     private enum Phase {
-        case start, head, candidates, lastTransaction, lastRenewalInfo, allTransactions, allRenewalInfos
+        case start, current, lastRenewalInfo, allTransactions, allRenewalInfos
         case candidatesAt, lastTransactionAt
     }
 
@@ -37,17 +38,19 @@ struct Evaluation: RowSteps, Sendable {
         let at = StoreValue.integer(instant.millisecondsSince1970)
         switch phase {
         case .start:
-            phase = .head
-            return .fetch(LedgerStatements.head.fetch(keyValues))
-        case .head:
-            guard let head = try LedgerStatements.head.decodeFirst(rows) else { return .done(nil) }
+            phase = .current
+            return .fetch(LedgerStatements.current.fetch(keyValues + keyValues + keyValues + LedgerStatements.renewalKey(key)))
+        case .current:
+            let current = try LedgerStatements.current.decode(rows)
+            guard let head = current.lazy.compactMap({ if case .head(let head) = $0 { head } else { nil } }).first else {
+                return .done(nil)
+            }
             self.head = head
             guard let last = head.lastKnownFrom, last <= instant.millisecondsSince1970 else {
                 phase = .candidatesAt
                 return .fetch(LedgerStatements.candidatesKnownAt.fetch(keyValues + [at]))
             }
-            phase = .candidates
-            return .fetch(LedgerStatements.candidates.fetch(keyValues))
+            return try now(current)
         case .candidatesAt:
             let candidates = try self.candidates(LedgerStatements.candidatesKnownAt.decode(rows))
             guard Self.candidatesSuffice(candidates) else { return allCopies() }
@@ -61,25 +64,8 @@ struct Evaluation: RowSteps, Sendable {
             }
             phase = .lastRenewalInfo
             return .fetch(LedgerStatements.lastRenewalInfoKnownAt.fetch(LedgerStatements.renewalKey(key) + [at]))
-        case .candidates:
-            let candidates = try self.candidates(LedgerStatements.candidates.decode(rows))
-            guard Self.candidatesSuffice(candidates) else { return allCopies() }
-            copies = candidates
-            if let last = head.lastTransaction, !hasCopy(last.transactionId, knownFrom: last.knownFrom) {
-                if let stored = written.transaction(last.transactionId, knownFrom: last.knownFrom, of: key) {
-                    copies.append(stored)
-                    return lastRenewalInfo()
-                }
-                phase = .lastTransaction
-                return .fetch(LedgerStatements.transactionCopy.fetch(keyValues + [.text(last.transactionId), .integer(last.knownFrom)]))
-            }
-            return lastRenewalInfo()
-        case .lastTransaction:
-            copies += try LedgerStatements.transactionCopy.decode(rows).map { try copy($0, .transaction) }
-            return lastRenewalInfo()
         case .lastRenewalInfo:
-            // One query or the other, both reading one column of copies.
-            copies += try LedgerStatements.renewalInfoCopy.decode(rows).map { try copy($0, .renewalInfo) }
+            copies += try LedgerStatements.lastRenewalInfoKnownAt.decode(rows).map { try copy($0, .renewalInfo) }
             return .done(evaluate())
         case .allTransactions:
             copies = try LedgerStatements.transactionCopiesKnownAt.decode(rows).map { try copy($0, .transaction) }
@@ -117,14 +103,39 @@ struct Evaluation: RowSteps, Sendable {
         }
     }
 
-    private mutating func lastRenewalInfo() -> RowStep<SubscriptionState?> {
-        guard let knownFrom = head.lastRenewalInfo else { return .done(evaluate()) }
-        if let stored = written.renewalInfo(of: key, knownFrom: knownFrom) {
-            copies.append(stored)
-            return .done(evaluate())
+    /// The state now, from ``LedgerStatements/current``'s rows: the candidates, then the copy
+    /// signed last and the renewal info signed last, each unless already among the copies (or
+    /// taken from those the running transaction wrote).
+    private mutating func now(_ current: [LedgerStatements.CurrentRow]) throws -> RowStep<SubscriptionState?> {
+        var candidates: [LedgerStatements.CandidateRow] = []
+        var lastTransaction: String?
+        var lastRenewalInfo: String?
+        for row in current {
+            switch row {
+            case .head: break
+            case .candidate(let candidate): candidates.append(candidate)
+            case .lastTransaction(let json): lastTransaction = json
+            case .lastRenewalInfo(let json): lastRenewalInfo = json
+            }
         }
-        phase = .lastRenewalInfo
-        return .fetch(LedgerStatements.renewalInfoCopy.fetch(LedgerStatements.renewalKey(key) + [.integer(knownFrom)]))
+        let read = try self.candidates(candidates)
+        guard Self.candidatesSuffice(read) else { return allCopies() }
+        copies = read
+        if let last = head.lastTransaction, !hasCopy(last.transactionId, knownFrom: last.knownFrom) {
+            if let stored = written.transaction(last.transactionId, knownFrom: last.knownFrom, of: key) {
+                copies.append(stored)
+            } else if let lastTransaction {
+                copies.append(try copy(lastTransaction, .transaction))
+            }
+        }
+        if let knownFrom = head.lastRenewalInfo {
+            if let stored = written.renewalInfo(of: key, knownFrom: knownFrom) {
+                copies.append(stored)
+            } else if let lastRenewalInfo {
+                copies.append(try copy(lastRenewalInfo, .renewalInfo))
+            }
+        }
+        return .done(evaluate())
     }
 
     private mutating func allCopies() -> RowStep<SubscriptionState?> {
