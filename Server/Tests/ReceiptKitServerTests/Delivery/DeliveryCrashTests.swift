@@ -63,11 +63,14 @@ struct DeliveryCrashTests {
                     let events = try #require(json?["events"] as? [[String: Any]])
                     #expect(events.count == bodies.count)
                     #expect(Set(events.compactMap { $0["id"] as? String }) == Set(receiver.accepted.compactMap(\.eventId)))
-                    // Per subscription, accepted in the feed's order.
+                    // Per subscription, accepted in the feed's order. An event may be accepted
+                    // twice in a row: a 2xx that came after the sender's 1 s timeout is sent again,
+                    // which is at-least-once delivery (docs/events.md), not disorder.
                     for key in ["7701", "7801", "7901"] {
                         let ids = events.filter { $0["original_transaction_id"] as? String == key }.compactMap { $0["id"] as? String }
                         let accepted = receiver.accepted.filter { $0.json?["original_transaction_id"] as? String == key }.compactMap(\.eventId)
-                        #expect(accepted == ids, "key \(key)")
+                        let resendsMerged = accepted.reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }
+                        #expect(resendsMerged == ids, "key \(key): accepted \(accepted)")
                     }
                 }
                 #expect(receiver.accepted.contains { $0.eventId == inFlight }, "the delivery killed in flight was sent again")
