@@ -8,6 +8,15 @@ protocol RowSteps<Result> {
     /// The next step, given the rows of the fetch (or insert) the last step asked for (none at
     /// the first call, and none after writes).
     mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<Result>
+
+    /// Whether the steps usually finish after their first read, so that a read-only backend may
+    /// run that one statement outside a transaction (one statement is one snapshot) and fall back
+    /// to a transaction only when they read again. `false` unless a type says otherwise.
+    static var usuallyReadOnce: Bool { get }
+}
+
+extension RowSteps {
+    static var usuallyReadOnce: Bool { false }
 }
 
 /// What a backend does next for a ``RowSteps``.

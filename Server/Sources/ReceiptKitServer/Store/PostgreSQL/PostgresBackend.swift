@@ -60,18 +60,20 @@ final class PostgresBackend: StoreBackend {
     func read<Steps: RowSteps & Sendable>(_ steps: Steps) async throws -> Steps.Result where Steps.Result: Sendable {
         let logger = self.logger
         return try await client.withConnection { connection in
-            // One statement is one snapshot: steps done after their first read (a key's state
-            // now, ``LedgerStatements/current``) take one round trip, not three.
-            var single = steps
-            switch try single.next([]) {
-            case .done(let result):
-                return result
-            case .fetch(let fetch):
-                if case .done(let result) = try single.next(try await connection.rows(fetch, logger: logger)) {
+            // One statement is one snapshot: steps that usually finish after their first read (a
+            // key's state now, ``LedgerStatements/current``) take one round trip, not three.
+            if Steps.usuallyReadOnce {
+                var single = steps
+                switch try single.next([]) {
+                case .done(let result):
                     return result
+                case .fetch(let fetch):
+                    if case .done(let result) = try single.next(try await connection.rows(fetch, logger: logger)) {
+                        return result
+                    }
+                case .write, .insert:
+                    break
                 }
-            case .write, .insert:
-                break
             }
             // Steps that read again, from the start in one snapshot, so that their rows agree.
             try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)

@@ -13,6 +13,10 @@ import ReceiptKit
 /// every copy known at the instant read. Either way ReceiptKit evaluates the copies: the rules are
 /// not restated here.
 struct Evaluation: RowSteps, Sendable {
+    /// A state now is one statement (``LedgerStatements/current``); only an `as_of` or a tie
+    /// reads again.
+    static var usuallyReadOnce: Bool { true }
+
     let key: SubscriptionKey
     let instant: Timestamp
     /// The copies the running transaction stored: read from here, not decoded from their rows.
@@ -21,6 +25,14 @@ struct Evaluation: RowSteps, Sendable {
     private var copies: [LedgerCopy] = []
     /// The key's row, once read: what the feed compares the evaluated state with.
     private(set) var head = KeyHead()
+
+    /// ``LedgerStatements/current``'s rows, sorted by part.
+    private struct Current {
+        var head: KeyHead?
+        var candidates: [LedgerStatements.CandidateRow] = []
+        var lastTransaction: String?
+        var lastRenewalInfo: String?
+    }
 
     private enum Phase {
         case start, current, lastRenewalInfo, allTransactions, allRenewalInfos
@@ -41,10 +53,16 @@ struct Evaluation: RowSteps, Sendable {
             phase = .current
             return .fetch(LedgerStatements.current.fetch(keyValues + keyValues + keyValues + LedgerStatements.renewalKey(key)))
         case .current:
-            let current = try LedgerStatements.current.decode(rows)
-            guard let head = current.lazy.compactMap({ if case .head(let head) = $0 { head } else { nil } }).first else {
-                return .done(nil)
+            var current = Current()
+            for row in try LedgerStatements.current.decode(rows) {
+                switch row {
+                case .head(let head): current.head = head
+                case .candidate(let candidate): current.candidates.append(candidate)
+                case .lastTransaction(let json): current.lastTransaction = json
+                case .lastRenewalInfo(let json): current.lastRenewalInfo = json
+                }
             }
+            guard let head = current.head else { return .done(nil) }
             self.head = head
             guard let last = head.lastKnownFrom, last <= instant.millisecondsSince1970 else {
                 phase = .candidatesAt
@@ -106,32 +124,21 @@ struct Evaluation: RowSteps, Sendable {
     /// The state now, from ``LedgerStatements/current``'s rows: the candidates, then the copy
     /// signed last and the renewal info signed last, each unless already among the copies (or
     /// taken from those the running transaction wrote).
-    private mutating func now(_ current: [LedgerStatements.CurrentRow]) throws -> RowStep<SubscriptionState?> {
-        var candidates: [LedgerStatements.CandidateRow] = []
-        var lastTransaction: String?
-        var lastRenewalInfo: String?
-        for row in current {
-            switch row {
-            case .head: break
-            case .candidate(let candidate): candidates.append(candidate)
-            case .lastTransaction(let json): lastTransaction = json
-            case .lastRenewalInfo(let json): lastRenewalInfo = json
-            }
-        }
-        let read = try self.candidates(candidates)
+    private mutating func now(_ current: Current) throws -> RowStep<SubscriptionState?> {
+        let read = try self.candidates(current.candidates)
         guard Self.candidatesSuffice(read) else { return allCopies() }
         copies = read
         if let last = head.lastTransaction, !hasCopy(last.transactionId, knownFrom: last.knownFrom) {
             if let stored = written.transaction(last.transactionId, knownFrom: last.knownFrom, of: key) {
                 copies.append(stored)
-            } else if let lastTransaction {
+            } else if let lastTransaction = current.lastTransaction {
                 copies.append(try copy(lastTransaction, .transaction))
             }
         }
         if let knownFrom = head.lastRenewalInfo {
             if let stored = written.renewalInfo(of: key, knownFrom: knownFrom) {
                 copies.append(stored)
-            } else if let lastRenewalInfo {
+            } else if let lastRenewalInfo = current.lastRenewalInfo {
                 copies.append(try copy(lastRenewalInfo, .renewalInfo))
             }
         }
