@@ -216,34 +216,57 @@ extension PostgresConnection {
     }
 
     /// The rows of a statement of the store's, each cell read as the fetch declares its column;
-    /// a row with another number of cells is an error.
+    /// a row with another number of cells is an error. A named statement
+    /// (``PostgresNamedStatements``) runs prepared on this connection; any other unnamed.
     func rows(_ fetch: Fetch, logger: Logger) async throws -> [[StoreValue]] {
+        if let named = PostgresNamedStatements.byText[fetch.statement.postgres] {
+            return try await rows(named, fetch, logger: logger)
+        }
+        return try await cells(of: query(fetch.statement.postgres(fetch.values), logger: logger), as: fetch)
+    }
+
+    private func rows<Statement: PostgresNamedStatement>(
+        _: Statement.Type, _ fetch: Fetch, logger: Logger
+    ) async throws -> [[StoreValue]] {
+        let named = PostgresNamed<Statement>(bindings: fetch.values.postgresBindings)
+        return try await cells(of: execute(named, logger: logger), as: fetch)
+    }
+
+    private func cells<Rows: AsyncSequence>(of rows: Rows, as fetch: Fetch) async throws -> [[StoreValue]]
+    where Rows.Element == PostgresRow {
         let columns = fetch.columns
-        var rows: [[StoreValue]] = []
-        for try await row in try await query(fetch.statement.postgres(fetch.values), logger: logger) {
+        var values: [[StoreValue]] = []
+        for try await row in rows {
             guard row.count == columns.count else {
                 throw StoreError.damaged("the query reads \(row.count) columns and declares \(columns.count): \(fetch.statement.postgres)")
             }
-            var values: [StoreValue] = []
-            values.reserveCapacity(columns.count)
+            var cells: [StoreValue] = []
+            cells.reserveCapacity(columns.count)
             for (cell, column) in zip(row, columns) {
                 switch column {
-                case .integer: values.append(try cell.decode(Int64?.self).map(StoreValue.integer) ?? .null)
-                case .text: values.append(try cell.decode(String?.self).map(StoreValue.text) ?? .null)
-                case .bytes: values.append(try cell.decode(ByteBuffer?.self).map { .bytes(Array($0.readableBytesView)) } ?? .null)
+                case .integer: cells.append(try cell.decode(Int64?.self).map(StoreValue.integer) ?? .null)
+                case .text: cells.append(try cell.decode(String?.self).map(StoreValue.text) ?? .null)
+                case .bytes: cells.append(try cell.decode(ByteBuffer?.self).map { .bytes(Array($0.readableBytesView)) } ?? .null)
                 }
             }
-            rows.append(values)
+            values.append(cells)
         }
-        return rows
+        return values
     }
 }
 
 extension StoreStatement {
     /// The statement with its values, for PostgreSQL.
     func postgres(_ values: [StoreValue]) -> PostgresQuery {
-        var binds = PostgresBindings(capacity: values.count)
-        for value in values {
+        PostgresQuery(unsafeSQL: postgres, binds: values.postgresBindings)
+    }
+}
+
+extension [StoreValue] {
+    /// The values, bound as PostgreSQL takes them.
+    var postgresBindings: PostgresBindings {
+        var binds = PostgresBindings(capacity: count)
+        for value in self {
             switch value {
             case .integer(let integer): binds.append(integer)
             case .text(let text): binds.append(text)
@@ -251,6 +274,6 @@ extension StoreStatement {
             case .null: binds.appendNull()
             }
         }
-        return PostgresQuery(unsafeSQL: postgres, binds: binds)
+        return binds
     }
 }
