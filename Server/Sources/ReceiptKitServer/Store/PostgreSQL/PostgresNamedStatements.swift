@@ -18,23 +18,16 @@ protocol PostgresNamedStatement: Sendable {
 
 enum PostgresNamedStatements {
     enum Current: PostgresNamedStatement {
-        static let name = "receiptkit_current"
-        static var statement: StoreStatement { LedgerStatements.current.statement }
+        static let name = "receiptkit_current", statement = LedgerStatements.current.statement
     }
-
     enum KeysOfOriginalTransactionId: PostgresNamedStatement {
-        static let name = "receiptkit_keys_of_original_transaction_id"
-        static var statement: StoreStatement { LedgerStatements.keysOfOriginalTransactionId.statement }
+        static let name = "receiptkit_keys_of_original_transaction_id", statement = LedgerStatements.keysOfOriginalTransactionId.statement
     }
-
     enum KeysOfCustomer: PostgresNamedStatement {
-        static let name = "receiptkit_keys_of_customer"
-        static var statement: StoreStatement { LedgerStatements.keysOfCustomer.statement }
+        static let name = "receiptkit_keys_of_customer", statement = LedgerStatements.keysOfCustomer.statement
     }
-
     enum KeysOfTransactionId: PostgresNamedStatement {
-        static let name = "receiptkit_keys_of_transaction_id"
-        static var statement: StoreStatement { ConsoleStatements.keysOfTransactionId.statement }
+        static let name = "receiptkit_keys_of_transaction_id", statement = ConsoleStatements.keysOfTransactionId.statement
     }
 
     static let all: [any PostgresNamedStatement.Type] = [
