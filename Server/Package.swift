@@ -63,11 +63,14 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // HMAC-SHA256 of the webhooks' signatures (Delivery/WebhookSignature.swift).
                 "CReceiptKitServerOpenSSL",
+                // Deflating the JSON the store keeps beside Apple's bytes (Store/StoredJSON.swift).
+                "CReceiptKitServerZlib",
                 "ServerSupport",
             ],
-            // The console's page, style sheet, script modules and icon, compiled into the binary
-            // as `PackageResources` (Console/ConsoleAssets.swift).
-            resources: [.embedInCode("Console/Assets")],
+            // The console's page, style sheet, script modules and icon, and the stored JSON's
+            // deflate dictionary, compiled into the binary as `PackageResources`
+            // (Console/ConsoleAssets.swift, Store/StoredJSON.swift).
+            resources: [.embedInCode("Console/Assets"), .embedInCode("Store/stored-json-dictionary-1.txt")],
             swiftSettings: strictSettings
         ),
         // What the server's targets share and nothing else needs: durations in units, hex,
@@ -79,6 +82,13 @@ let package = Package(
             name: "CReceiptKitServerOpenSSL",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
+        ),
+        // zlib, which every Swift toolchain on Linux needs and Foundation links: the store's
+        // JSON deflated. OpenSSL has no deflate of its own.
+        .systemLibrary(
+            name: "CReceiptKitServerZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
         ),
         // Reads the environment, migrates, serves until SIGTERM.
         .executableTarget(

@@ -51,12 +51,10 @@ URL="${RECEIPTKIT_DATABASE_URL:-sqlite:$WORK/store.sqlite}"
 case "$URL" in
     postgres*) DIALECT=postgres; command -v psql >/dev/null || { echo "scale.sh: needs psql" >&2; exit 1; }
         PSQL_URL="${URL%%\?*}"
-        query() { psql "$PSQL_URL" -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; }
-        run_file() { psql "$PSQL_URL" -X -q -t -A -v ON_ERROR_STOP=1 -f "$1" > /dev/null; } ;;
+        query() { psql "$PSQL_URL" -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; } ;;
     sqlite:*) DIALECT=sqlite; command -v sqlite3 >/dev/null || { echo "scale.sh: needs sqlite3" >&2; exit 1; }
         DB="${URL#sqlite:}"
-        query() { sqlite3 -bail "$DB" "$1"; }
-        run_file() { sqlite3 -bail "$DB" < "$1" > /dev/null; } ;;
+        query() { sqlite3 -bail "$DB" "$1"; } ;;
     *) echo "scale.sh: RECEIPTKIT_DATABASE_URL must be sqlite:PATH or postgres://…" >&2; exit 1 ;;
 esac
 
@@ -97,7 +95,8 @@ python3 Server/scripts/scale_notifications.py TestVectors/pki "$WORK/fresh.jsonl
 # 61 periods each, stored through the server into a database of their own. The floor is what
 # must be kept of Apple's signed records: each notification's bytes once (the transaction and
 # renewal info JWS nested in it included) and each distinct JWS header (the certificate chain)
-# once — the inputs' raw bytes as stored, their headers by reference, plus the headers.
+# once — each body with its JWS headers taken out (the nested ones out of the decoded payload,
+# encoded again), plus each distinct header.
 BYTES_KEYS=200
 "$BENCHMARK" --write-renewal-bodies "$WORK/bytes.jsonl" --renewal-keys $BYTES_KEYS --renewal-first 0 --renewal-count 61 > /dev/null
 if [ "$DIALECT" = sqlite ]; then
@@ -115,19 +114,36 @@ fi
 start_server; stop_server
 EMPTY_BYTES=$(bytes_size)
 start_server
-python3 - "$WORK/bytes.jsonl" "$PORT" <<'PY'
-import http.client, sys
+FLOOR_BYTES=$(python3 - "$WORK/bytes.jsonl" "$PORT" <<'PY'
+import base64, http.client, json, sys
+def decoded(segment):
+    return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+def encoded(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 connection = http.client.HTTPConnection("127.0.0.1", int(sys.argv[2]))
+floor, headers = 0, set()
 for number, line in enumerate(open(sys.argv[1]), 1):
     connection.request("POST", "/appstore/notifications", body=line.strip().encode(), headers={"Content-Type": "application/json"})
     answer = connection.getresponse()
     body = answer.read()
     if answer.status != 200:
         sys.exit(f"scale.sh: notification {number} of the bytes run answered {answer.status}: {body[:300]!r}")
+    # The body without its JWS headers: the payload's nested JWS without theirs, encoded again.
+    header, payload, signature = json.loads(line)["signedPayload"].split(".")
+    headers.add(header)
+    text = decoded(payload).decode()
+    data = json.loads(text)["data"]
+    for member in ("signedTransactionInfo", "signedRenewalInfo"):
+        if member in data:
+            nested = data[member].split(".")[0]
+            headers.add(nested)
+            text = text.replace(nested + ".", ".")
+    floor += len(line.strip()) - len(header) - len(payload) + len(encoded(text.encode()))
+print(floor + sum(len(header) for header in headers))
 PY
+)
 stop_server
 STORED_BYTES=$(( $(bytes_size) - EMPTY_BYTES ))
-FLOOR_BYTES=$(( $(bytes_query "SELECT SUM(LENGTH(raw)) FROM inputs") + $(bytes_query "SELECT SUM(LENGTH(segment)) FROM jws_headers") ))
 BYTES_INPUTS=$(bytes_query "SELECT COUNT(*) FROM inputs")
 [ "$BYTES_INPUTS" = $(( BYTES_KEYS * 61 )) ] || { echo "scale.sh: the bytes run stored $BYTES_INPUTS inputs of $(( BYTES_KEYS * 61 ))" >&2; exit 1; }
 [ "$DIALECT" = sqlite ] && rm -f "$WORK"/bytes.sqlite*
@@ -138,8 +154,8 @@ echo "five years of monthly history: $(( STORED_BYTES / BYTES_KEYS )) bytes a su
 if [ -z "${SEEDED_SECONDS:-}" ]; then
     start_server; stop_server
     SEED_START=$(now_ms)
-    python3 Server/scripts/scale_seed.py "$DIALECT" "$N" "$SEED_START" > "$WORK/seed.sql"
-    run_file "$WORK/seed.sql"
+    if [ "$DIALECT" = postgres ]; then SEED_TARGET="$PSQL_URL"; else SEED_TARGET="$DB"; fi
+    python3 Server/scripts/scale_seed.py "$DIALECT" "$N" "$SEED_START" "$SEED_TARGET"
     SEED_S=$(( ($(now_ms) - SEED_START) / 1000 ))
     echo "seeded $N subscriptions in $SEED_S s"
 else

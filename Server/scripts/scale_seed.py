@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""Prints the SQL that seeds a migrated, empty receiptkit-server database with N subscriptions, for
-Server/scripts/scale.sh: one transaction of bulk INSERT … SELECT statements, generated in the
-database (no row crosses the client).
+"""Seeds a migrated, empty receiptkit-server database with N subscriptions, for
+Server/scripts/scale.sh: bulk INSERT … SELECT statements, the rows generated in the database.
 
-Usage: scale_seed.py sqlite|postgres N NOW_MS
+Usage: scale_seed.py sqlite N NOW_MS PATH | scale_seed.py postgres N NOW_MS URL
+
+The JSON the server keeps of each record and copy is stored deflated, as the server stores it
+(Store/StoredJSON.swift, with the dictionary beside it): on SQLite by a function of this script's
+that the statements call (one transaction), on PostgreSQL, which cannot deflate, by three steps —
+the rows are generated into unlogged tables with their JSON as text, each JSON streamed through
+this script (`\copy` out, deflated, `\copy` in), then inserted with it and the tables dropped.
 
 What each key gets (every value derived from its number k, so a run is repeatable):
 - an app of three (com.receiptkit.example, .second, .third) and an environment (one key in ten
@@ -24,18 +29,97 @@ The overview's counts (`subscription_counts`, `notification_days`) are then fill
 statements as migration v12's, which scale.sh times.
 
 The rows are in the formats the server writes (copies as `LedgerCopy.jsonBytes()`, records in
-verify-receipt's schema, events as the feed's JSON); a notification's raw bytes are not a signed
-JWS but incompressible bytes of a real notification's stored size (RAW_BYTES).
+verify-receipt's schema, both deflated; events as the feed's JSON); a notification's raw bytes are
+not a signed JWS but incompressible bytes of a real notification's stored size (RAW_BYTES).
 """
+import base64
+import os
+import shlex
+import sqlite3
+import struct
+import subprocess
 import sys
+import zlib
 
 RAW_BYTES = 2_400  # a stored notification's raw bytes, its JWS headers compacted (scale.sh prints the real mean)
 DAY = 86_400_000
 APPS = ["com.receiptkit.example", "com.receiptkit.second", "com.receiptkit.third"]
 
 
+DICTIONARY = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "ReceiptKitServer", "Store",
+                               "stored-json-dictionary-1.txt"), "rb").read()
+
+
+def stored_json(json: str) -> str:
+    """The server's stored form of a JSON text (StoredJSON.storeValue): `~` and the base64url of
+    format 1, the length as LEB128, the CRC-32 little-endian and a raw deflate stream made as the
+    server's shim makes it (level 9, an 8 KB window, memory level 7, the dictionary preset)."""
+    data = json.encode()
+    length, prefix = len(data), bytearray([1])
+    while True:
+        byte, length = length & 0x7F, length >> 7
+        prefix.append(byte | (0x80 if length else 0))
+        if not length:
+            break
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -13, 7, zlib.Z_DEFAULT_STRATEGY, DICTIONARY)
+    stream = deflate.compress(data) + deflate.flush()
+    return "~" + base64.urlsafe_b64encode(bytes(prefix) + struct.pack("<I", zlib.crc32(data)) + stream).rstrip(b"=").decode()
+
+
+# The tables whose JSON column is stored deflated, with their other columns.
+STORED = {
+    "transaction_copies": ("copy", ["original_transaction_id", "bundle_id", "environment", "transaction_id", "known_from",
+                                    "is_latest", "is_upgraded", "purchase_date", "expires_date"]),
+    "renewal_info_copies": ("copy", ["original_transaction_id", "environment", "known_from"]),
+    "inputs": ("record", ["id", "dedup_key", "kind", "raw", "received_at", "raw_encoding", "source"]),
+}
+
+
+def stored_insert(postgres: bool, table: str, select: str) -> str:
+    """The statement that stores `select`'s rows (its columns those of STORED[table], then the JSON
+    as `json`): on SQLite straight into the table, the JSON deflated by `stored_json`; on PostgreSQL
+    into the unlogged table seed_json_TABLE, numbered, for the steps after the transaction."""
+    column, columns = STORED[table]
+    if postgres:
+        return f"CREATE UNLOGGED TABLE seed_json_{table} AS SELECT ROW_NUMBER() OVER () AS n, r.* FROM ({select}) AS r;"
+    names = ", ".join(columns)
+    return f"INSERT INTO {table} ({names}, {column}) SELECT {names}, stored_json(json) FROM ({select}) AS r;"
+
+
+def deflate_postgres(url: str) -> None:
+    """Each seed_json_TABLE's JSON through `scale_seed.py stream` into the table: two pipelines at
+    once (one per core), `\\copy` out, deflated, `\\copy` in; then the unlogged tables dropped."""
+    psql = f"psql {shlex.quote(url)} -X -q -v ON_ERROR_STOP=1"
+    for table, (column, columns) in STORED.items():
+        subprocess.run(f"{psql} -c 'CREATE UNLOGGED TABLE seed_stored_{table} (n BIGINT NOT NULL, stored TEXT NOT NULL)'",
+                       shell=True, check=True)
+        pipelines = [subprocess.Popen(
+            f"set -o pipefail; {psql} -c '\\copy (SELECT n, json FROM seed_json_{table} WHERE n % 2 = {part}) TO STDOUT'"
+            f" | {shlex.quote(sys.executable)} {shlex.quote(os.path.abspath(__file__))} stream"
+            f" | {psql} -c '\\copy seed_stored_{table} (n, stored) FROM STDIN'",
+            shell=True, executable="/bin/bash") for part in range(2)]
+        if any(pipeline.wait() != 0 for pipeline in pipelines):
+            sys.exit(f"scale_seed.py: streaming {table}'s JSON failed")
+        names = ", ".join(columns)
+        selected = ", ".join(f"j.{name}" for name in columns)
+        subprocess.run(f"{psql} -c {shlex.quote(f'INSERT INTO {table} ({names}, {column}) SELECT {selected}, s.stored FROM seed_json_{table} j JOIN seed_stored_{table} s ON s.n = j.n ORDER BY j.n')}"
+                       f" -c 'DROP TABLE seed_json_{table}, seed_stored_{table}'", shell=True, check=True)
+
+
+def stream() -> None:
+    """COPY text lines `n<TAB>json` in, `n<TAB>stored` out (the seeded JSON holds no character
+    COPY's text format escapes: checked)."""
+    for line in sys.stdin.buffer:
+        number, json = line.rstrip(b"\n").split(b"\t", 1)
+        if b"\\" in json:
+            sys.exit("scale_seed.py: a seeded JSON holds a backslash, which COPY's text format escapes")
+        sys.stdout.buffer.write(number + b"\t" + stored_json(json.decode()).encode() + b"\n")
+
+
 def main() -> None:
-    dialect, count, now = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    if sys.argv[1:] == ["stream"]:
+        return stream()
+    dialect, count, now, target = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     postgres = dialect == "postgres"
 
     def pad(column: str, width: int) -> str:
@@ -94,9 +178,9 @@ SELECT s.k, s.bundle_id, s.environment, s.otid, CAST(s.tx0 + p.t AS TEXT) AS tra
     s.trial AND p.t = 0 AS trial
 FROM seed_keys s JOIN seed_periods p ON p.t < s.periods;""")
     known = "COALESCE(revocation_date, purchase_date + 60000)"
-    sql.append(f"""INSERT INTO transaction_copies
-    (original_transaction_id, bundle_id, environment, transaction_id, known_from, is_latest, is_upgraded, purchase_date, expires_date, copy)
-SELECT otid, bundle_id, environment, transaction_id, {known}, 1, 0, purchase_date, expires_date,
+    sql.append(stored_insert(postgres, "transaction_copies", f"""
+SELECT otid AS original_transaction_id, bundle_id, environment, transaction_id, {known} AS known_from, 1 AS is_latest,
+    0 AS is_upgraded, purchase_date, expires_date,
     '{{"key":{{"bundleId":"' || bundle_id || '","environment":"' || environment || '","originalTransactionId":"' || otid
     || '"}},"transactionId":"' || transaction_id || '","knownFrom":' || CAST({known} AS TEXT)
     || ',"purchaseDate":' || CAST(purchase_date AS TEXT) || ',"expiresDate":' || CAST(expires_date AS TEXT)
@@ -105,20 +189,20 @@ SELECT otid, bundle_id, environment, transaction_id, {known}, 1, 0, purchase_dat
     || COALESCE(CASE WHEN revocation_date IS NOT NULL THEN ',"revocationReason":"other"' END, '')
     || ',"ownershipType":"purchased"'
     || CASE WHEN trial THEN ',"offer":{{"type":"introductory","discountType":"free_trial","period":"P1M"}}' ELSE '' END
-    || ',"appAccountToken":"00000000-0000-4000-8000-' || {pad("k", 12)} || '"}}'
-FROM seed_transactions;""")
+    || ',"appAccountToken":"00000000-0000-4000-8000-' || {pad("k", 12)} || '"}}' AS json
+FROM seed_transactions"""))
     # The renewal info the state needs: signed at the last period's start, or (retries) at its end.
-    sql.append(f"""INSERT INTO renewal_info_copies (original_transaction_id, environment, known_from, copy)
-SELECT otid, environment, info_known,
+    sql.append(stored_insert(postgres, "renewal_info_copies", f"""
+SELECT otid AS original_transaction_id, environment, info_known AS known_from,
     '{{"environment":"' || environment || '","originalTransactionId":"' || otid || '","knownFrom":' || CAST(info_known AS TEXT)
     || CASE WHEN status = 'grace_period' THEN ',"gracePeriodExpiresDate":' || CAST(period_end + {6 * DAY} AS TEXT) ELSE '' END
     || ',"autoRenewStatus":' || CASE WHEN status = 'expired' THEN '0,"expirationIntent":1' WHEN status IN ('grace_period', 'billing_retry') THEN '1,"expirationIntent":2' ELSE '1' END
     || ',"isInBillingRetryPeriod":' || CASE WHEN status IN ('grace_period', 'billing_retry') THEN 'true' ELSE 'false' END
-    || ',"productId":"' || product || '","autoRenewProductId":"' || product || '"}}'
+    || ',"productId":"' || product || '","autoRenewProductId":"' || product || '"}}' AS json
 FROM (SELECT k, otid, environment, status, product, period_end,
         CASE WHEN status IN ('grace_period', 'billing_retry') THEN period_end + 60000
              WHEN status = 'expired' THEN period_end - len + {DAY} ELSE period_end - len + 60000 END AS info_known
-      FROM seed_keys) AS i;""")
+      FROM seed_keys) AS i"""))
     # Each key's row: the derived state now, and when it may change by time alone.
     sql.append(f"""INSERT INTO subscriptions (bundle_id, environment, original_transaction_id, updated_at, last_known_from,
     last_known_transaction_id, derived_status, derived_product_id, derived_transaction_id, derived_expires_at, derived_will_renew,
@@ -151,8 +235,8 @@ FROM (
           WHERE t.t = t.periods - 1 AND t.status IN ('revoked', 'expired', 'grace_period', 'billing_retry')) AS last
 ) AS i;""")
     uuid = f"{pad('k', 8)} || '-0000-4000-8000-' || {pad('n', 12)}"
-    sql.append(f"""INSERT INTO inputs (id, dedup_key, kind, raw, record, received_at, raw_encoding, source)
-SELECT i.id, 'notification:' || {uuid}, 'notification', r.raw,
+    sql.append(stored_insert(postgres, "inputs", f"""
+SELECT i.id, 'notification:' || {uuid} AS dedup_key, 'notification' AS kind, r.raw,
     '{{"valid":true,"kind":"notification","environment":"' || environment || '","bundle_id":"' || bundle_id
     || '","chain":{{"leaf_sha256":"4f1b0c6e8a2d9e7f3b5a1c0d2e4f6a8b9c7d5e3f1a2b4c6d8e0f1a3b5c7d9e1f","root_sha256":"63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179"}}'
     || ',"transactions":[{{"source":"jws","transaction_id":"' || transaction_id || '","original_transaction_id":"' || otid || '","bundle_id":"'
@@ -162,9 +246,9 @@ SELECT i.id, 'notification:' || {uuid}, 'notification', r.raw,
     || ',"renewal_info":{{"original_transaction_id":"' || otid || '","product_id":"' || product || '","auto_renew_product_id":"' || product
     || '","auto_renew_status":1,"environment":"' || environment || '"}}'
     || ',"notification":{{"type":"' || type || '","uuid":"' || {uuid} || '","version":"2.0","environment":"' || environment
-    || '","bundle_id":"' || bundle_id || '","app_apple_id":1234567890,"bundle_version":"42"}}}}',
-    received_at, 0, 'webhook'
-FROM seed_inputs i JOIN seed_raw r ON r.i = i.id % 1000;""")
+    || '","bundle_id":"' || bundle_id || '","app_apple_id":1234567890,"bundle_version":"42"}}}}' AS json,
+    received_at, 0 AS raw_encoding, 'webhook' AS source
+FROM seed_inputs i JOIN seed_raw r ON r.i = i.id % 1000"""))
     sql.append("""INSERT INTO input_subscriptions (bundle_id, environment, original_transaction_id, input_id)
 SELECT bundle_id, environment, otid, id FROM seed_inputs;""")
     sql.append(f"""INSERT INTO change_events (id, type, occurred_at, recorded_at, original_transaction_id, bundle_id, environment, payload)
@@ -185,7 +269,17 @@ SELECT 'family-' || CAST(k / 2 AS TEXT), bundle_id, environment, otid, {now} FRO
     if postgres:
         sql.append("SELECT setval('inputs_id_seq', (SELECT MAX(id) FROM inputs));")
     sql.append("COMMIT;")
-    print("\n".join(sql))
+    if postgres:
+        with open(os.devnull, "w") as quiet:
+            if subprocess.run(["psql", target, "-X", "-q", "-v", "ON_ERROR_STOP=1"], input="\n".join(sql).encode(),
+                              stdout=quiet).returncode != 0:
+                sys.exit("scale_seed.py: the seeding statements failed")
+        deflate_postgres(target)
+    else:
+        connection = sqlite3.connect(target, isolation_level=None)
+        connection.create_function("stored_json", 1, stored_json, deterministic=True)
+        connection.executescript("\n".join(sql))
+        connection.close()
 
 
 if __name__ == "__main__":

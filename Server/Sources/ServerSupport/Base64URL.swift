@@ -30,3 +30,36 @@ extension Base64URL {
         String(decoding: encode(bytes), as: UTF8.self)
     }
 }
+
+extension Base64URL {
+    /// The bytes of base64url text without padding, or `nil` when it is not that: a character
+    /// outside the alphabet, a length that leaves one character over, or bits past the last byte
+    /// that are not zero (so each byte string has exactly one encoding).
+    package static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
+        let text = Array(text)
+        guard text.count % 4 != 1 else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(text.count / 4 * 3 + 2)
+        var group: UInt32 = 0
+        var bits = 0
+        for character in text {
+            let value = values[Int(character)]
+            guard value != 0xff else { return nil }
+            group = group << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: group >> UInt32(bits)))
+                group &= (1 << UInt32(bits)) - 1
+            }
+        }
+        return group == 0 ? output : nil
+    }
+
+    /// Each byte's value in the alphabet, 0xff for none.
+    private static let values: [UInt8] = {
+        var values = [UInt8](repeating: 0xff, count: 256)
+        for (value, character) in alphabet.enumerated() { values[Int(character)] = UInt8(value) }
+        return values
+    }()
+}

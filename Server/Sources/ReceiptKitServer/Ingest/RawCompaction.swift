@@ -3,7 +3,8 @@ import NIOConcurrencyHelpers
 import ServerSupport
 
 /// How an input's raw bytes are stored: as received, or with the JWS header segments they
-/// carry replaced by references to the `jws_headers` table (`inputs.raw_encoding`).
+/// carry replaced by references to the `jws_headers` table (`inputs.raw_encoding`); either form
+/// deflated (``Deflate``) when that is smaller, as every input is stored from this version on.
 ///
 /// A JWS header from the App Store is its `x5c` chain: 4.4 KB of base64url (3.7 KB with the
 /// test PKI), the same in every JWS Apple signs with one certificate. A notification carries
@@ -18,6 +19,20 @@ package enum RawEncoding: Int16, Sendable {
     case verbatim = 0
     /// The bytes with header segments replaced by references (``RawCompaction``).
     case headerReferences = 1
+    /// ``headerReferences``, deflated: what is left of a notification is base64url (of JSON, and
+    /// of base64url), which deflates to about 60%.
+    case deflatedHeaderReferences = 2
+    /// ``verbatim``, deflated.
+    case deflatedVerbatim = 3
+
+    /// The form a deflated encoding inflates to; `nil` for one that is not deflated.
+    var inflated: RawEncoding? {
+        switch self {
+        case .verbatim, .headerReferences: nil
+        case .deflatedHeaderReferences: .headerReferences
+        case .deflatedVerbatim: .verbatim
+        }
+    }
 }
 
 /// The reference format of ``RawEncoding/headerReferences``, and the search for what to replace.
@@ -217,6 +232,30 @@ package enum RawCompaction {
         return output
     }
 
+    /// How an input's raw bytes (compacted or not) are stored: deflated, when that is smaller.
+    package static func stored(_ bytes: [UInt8], encoding: RawEncoding) -> (bytes: [UInt8], encoding: RawEncoding) {
+        let deflated = Deflate.deflate(bytes)
+        guard deflated.count < bytes.count else { return (bytes, encoding) }
+        return (deflated, encoding == .headerReferences ? .deflatedHeaderReferences : .deflatedVerbatim)
+    }
+
+    /// The stored form with any deflating undone: the bytes as received or compacted, and which.
+    ///
+    /// - Throws: ``StoreError`` for an unknown encoding or a deflated form that does not inflate.
+    package static func inflated(stored: [UInt8], encoding: Int16) throws -> (bytes: [UInt8], encoding: RawEncoding) {
+        guard let known = RawEncoding(rawValue: encoding) else {
+            throw StoreError.damaged("a stored input's raw_encoding is \(encoding), which this server does not know")
+        }
+        guard let inflated = known.inflated else { return (stored, known) }
+        return (try Deflate.inflate(stored[...], what: "a stored input's raw bytes"), inflated)
+    }
+
+    /// The ids of the headers a stored form refers to (none unless it is compacted).
+    package static func references(stored: [UInt8], encoding: Int16) throws -> Set<Int64> {
+        let form = try inflated(stored: stored, encoding: encoding)
+        return form.encoding == .headerReferences ? try references(in: form.bytes) : []
+    }
+
     /// The ids a compacted form refers to.
     ///
     /// - Throws: ``StoreError`` when a reference is cut short.
@@ -259,10 +298,10 @@ package enum RawCompaction {
     package static func raw(
         stored: [UInt8], encoding: Int16, segments: (Set<Int64>) throws -> [Int64: [UInt8]]
     ) throws -> [UInt8] {
-        switch RawEncoding(rawValue: encoding) {
-        case .verbatim: return stored
-        case .headerReferences: return try expand(stored, segments: segments(references(in: stored)))
-        case nil: throw StoreError.damaged("a stored input's raw_encoding is \(encoding), which this server does not know")
+        let form = try inflated(stored: stored, encoding: encoding)
+        switch form.encoding {
+        case .headerReferences: return try expand(form.bytes, segments: segments(references(in: form.bytes)))
+        case .verbatim, .deflatedHeaderReferences, .deflatedVerbatim: return form.bytes
         }
     }
 

@@ -91,15 +91,6 @@ enum SQLDialect: Sendable, Hashable {
         }
     }
 
-    /// An SQL condition: the text `needle` occurs in the text `haystack` (both SQL expressions),
-    /// compared byte for byte, with no pattern characters as `LIKE` has.
-    func contains(_ haystack: String, _ needle: String) -> String {
-        switch self {
-        case .sqlite: "instr(\(haystack), \(needle)) > 0"
-        case .postgres: "strpos(\(haystack), \(needle)) > 0"
-        }
-    }
-
     /// An SQL expression: the text at a path of members of a JSON object kept as text in
     /// `column`, or NULL. The column and path are constants of the store's, never input.
     func jsonText(_ column: String, _ path: [String]) -> String {

@@ -18,8 +18,12 @@ import ReceiptKit
 /// - `input_subscriptions` (from v2, `event_subscriptions` before v10): which inputs touched which
 ///   key, so that what the service knows of a subscription can be listed.
 /// - `jws_headers` (from v3): each JWS header segment once; an input whose `raw_encoding` is 1
-///   refers to them instead of carrying them (``RawCompaction``). Inputs stored before v3 keep
-///   `raw_encoding` 0, their bytes as received.
+///   (or 2, deflated) refers to them instead of carrying them (``RawCompaction``). Inputs stored
+///   before v3 keep `raw_encoding` 0, their bytes as received (3: deflated).
+///
+/// The JSON in `inputs.record`, `transaction_copies.copy` and `renewal_info_copies.copy` is
+/// stored deflated (``StoredJSON``); rows that servers before deflating wrote hold the JSON text,
+/// and both read alike, so that change needed no migration.
 /// - `history_revisions` (from v7): per key, the revision token Get Transaction History last
 ///   answered (``ReconcileStatements``).
 /// - `reconcile_cursors` (from v11; `reconcile_cursor`, one row, from v7): per app and

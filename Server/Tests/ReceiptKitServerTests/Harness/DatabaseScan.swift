@@ -12,7 +12,9 @@ enum DatabaseScan {
     ///
     /// SQLite: each column cast to a BLOB and searched with `instr`. PostgreSQL: each column of
     /// the test's schema from `information_schema.columns`, a `bytea` searched for the text's
-    /// bytes, any other type as its text.
+    /// bytes, any other type as its text. On both, each text value that is deflated JSON
+    /// (``StoredJSON``, starting with `~`) and each deflated `inputs.raw` (``RawEncoding``) is
+    /// inflated and searched too: deflating hides nothing.
     static func columns(holding text: String, location: DatabaseLocation, searchPath: String?) async throws -> [String] {
         var found: [String] = []
         switch location {
@@ -23,9 +25,16 @@ enum DatabaseScan {
                 for table in tables {
                     let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table])
                     for column in columns {
-                        let count = try Int.fetchOne(
+                        var count = try Int.fetchOne(
                             db, sql: "SELECT COUNT(*) FROM \(quoted(table)) WHERE instr(CAST(\(quoted(column)) AS BLOB), CAST(? AS BLOB)) > 0",
                             arguments: [text]) ?? 0
+                        let deflated = try String.fetchAll(
+                            db, sql: "SELECT \(quoted(column)) FROM \(quoted(table)) WHERE typeof(\(quoted(column))) = 'text' AND substr(\(quoted(column)), 1, 1) = '~'")
+                        count += deflated.filter { inflated($0, hold: text) }.count
+                        if table == "inputs" && column == "raw" {
+                            let rows = try Row.fetchAll(db, sql: "SELECT raw, raw_encoding FROM inputs WHERE raw_encoding >= 2")
+                            count += try rows.filter { try inflated(raw: Array($0[0] as Data), encoding: $0[1], hold: text) }.count
+                        }
                         if count > 0 { found.append("\(table).\(column) (\(count))") }
                     }
                 }
@@ -47,10 +56,25 @@ enum DatabaseScan {
                     var binds = PostgresBindings()
                     binds.append(text)
                     let sql = "SELECT COUNT(*) FROM \(quoted(schema)).\(quoted(table)) WHERE \(condition)"
-                    for try await count in try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds)).decode(Int64.self)
-                    where count > 0 {
-                        found.append("\(table).\(column) (\(count))")
+                    var count = 0
+                    for try await rows in try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds)).decode(Int64.self) {
+                        count += Int(rows)
                     }
+                    if type == "text" {
+                        let deflated = "SELECT \(quoted(column)) FROM \(quoted(schema)).\(quoted(table)) WHERE left(\(quoted(column)), 1) = '~'"
+                        for try await stored in try await client.query(PostgresQuery(unsafeSQL: deflated)).decode(String.self)
+                        where inflated(stored, hold: text) {
+                            count += 1
+                        }
+                    }
+                    if table == "inputs" && column == "raw" {
+                        let deflated = "SELECT raw, raw_encoding FROM \(quoted(schema)).inputs WHERE raw_encoding >= 2"
+                        for try await (raw, encoding) in try await client.query(PostgresQuery(unsafeSQL: deflated)).decode((ByteBuffer, Int16).self)
+                        where try inflated(raw: Array(buffer: raw), encoding: encoding, hold: text) {
+                            count += 1
+                        }
+                    }
+                    if count > 0 { found.append("\(table).\(column) (\(count))") }
                 }
                 if columns.isEmpty { found.append("no columns in schema \(schema): the scan saw nothing") }
             }
@@ -58,28 +82,51 @@ enum DatabaseScan {
         return found.sorted()
     }
 
-    /// Puts `prefix` before and `suffix` after an input's stored bytes, its encoding kept: the
-    /// test makes a row as an older server left it.
+    /// Puts `prefix` before and `suffix` after an input's stored bytes, inflated if they are
+    /// deflated (servers before deflating did not), its compaction kept: the test makes a row as
+    /// an older server left it.
     static func wrapRaw(
         dedupKey: String, prefix: String, suffix: String, location: DatabaseLocation, searchPath: String?
     ) async throws {
+        @Sendable func wrapped(_ stored: [UInt8], _ encoding: Int16) throws -> (raw: [UInt8], encoding: Int16) {
+            let form = try RawCompaction.inflated(stored: stored, encoding: encoding)
+            return (Array(prefix.utf8) + form.bytes + Array(suffix.utf8), form.encoding.rawValue)
+        }
         switch location {
         case .sqlite(let path):
             // The server's writer may hold the lock a moment (its delivery service): wait for it.
             var configuration = GRDB.Configuration()
             configuration.busyMode = .timeout(30)
             try await DatabaseQueue(path: path, configuration: configuration).write { db in
-                let stored = try Data.fetchOne(db, sql: "SELECT raw FROM inputs WHERE dedup_key = ?", arguments: [dedupKey]) ?? Data()
+                let row = try Row.fetchOne(db, sql: "SELECT raw, raw_encoding FROM inputs WHERE dedup_key = ?", arguments: [dedupKey])
+                let stored = try wrapped(Array((row?[0] as Data?) ?? Data()), row?[1] ?? 0)
                 try db.execute(
-                    sql: "UPDATE inputs SET raw = ? WHERE dedup_key = ?",
-                    arguments: [Data(prefix.utf8) + stored + Data(suffix.utf8), dedupKey])
+                    sql: "UPDATE inputs SET raw = ?, raw_encoding = ? WHERE dedup_key = ?",
+                    arguments: [Data(stored.raw), stored.encoding, dedupKey])
             }
         case .postgres:
             try await Backend.withPostgresClient(location, searchPath: searchPath) { client in
+                var stored: (raw: [UInt8], encoding: Int16) = (Array(prefix.utf8) + Array(suffix.utf8), 0)
+                for try await (raw, encoding) in try await client.query(
+                    "SELECT raw, raw_encoding FROM inputs WHERE dedup_key = \(dedupKey)"
+                ).decode((ByteBuffer, Int16).self) {
+                    stored = try wrapped(Array(buffer: raw), encoding)
+                }
                 try await client.query(
-                    "UPDATE inputs SET raw = convert_to(\(prefix), 'UTF8') || raw || convert_to(\(suffix), 'UTF8') WHERE dedup_key = \(dedupKey)")
+                    "UPDATE inputs SET raw = \(ByteBuffer(bytes: stored.raw)), raw_encoding = \(stored.encoding) WHERE dedup_key = \(dedupKey)")
             }
         }
+    }
+
+    /// Whether a text value is deflated JSON (``StoredJSON``) that holds `text` once inflated.
+    private static func inflated(_ stored: String, hold text: String) -> Bool {
+        guard let json = try? StoredJSON(stored: stored) else { return false }
+        return json.bytes.firstRange(of: Array(text.utf8)) != nil
+    }
+
+    /// Whether a deflated `inputs.raw` holds `text` once inflated.
+    private static func inflated(raw: [UInt8], encoding: Int16, hold text: String) throws -> Bool {
+        try RawCompaction.inflated(stored: raw, encoding: encoding).bytes.firstRange(of: Array(text.utf8)) != nil
     }
 
     /// An identifier quoted for SQL.

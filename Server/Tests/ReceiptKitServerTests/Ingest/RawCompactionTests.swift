@@ -110,7 +110,36 @@ struct RawCompactionTests {
         #expect(throws: StoreError.self) { try RawCompaction.expand([0, 0] + id, segments: [4: segment]) }
         // A form the segment is too short to have.
         #expect(throws: StoreError.self) { try RawCompaction.expand([0, 0] + id, segments: [3: Array(segment.prefix(40))]) }
-        #expect(throws: StoreError.self) { try RawCompaction.raw(stored: [1], encoding: 2) { _ in [:] } }
+        #expect(throws: StoreError.self) { try RawCompaction.raw(stored: [1], encoding: 4) { _ in [:] } }
+    }
+
+    @Test("stored deflated when smaller, compacted or not; the bytes come back exactly, and a damaged deflated form is an error")
+    func deflated() throws {
+        let payloads = try Payloads()
+        let transaction = try payloads.transaction(id: "1", original: "1", purchase: 1, expires: 2, signed: 1)
+        let renewal = try payloads.renewalInfo(original: "1", signed: 1)
+        let body = Array(Vectors.body(wrapping: try payloads.notification(type: "DID_RENEW", signed: 1, transaction: transaction, renewalInfo: renewal)).utf8)
+        let header = RawCompaction.headerSegments(in: body, nested: [transaction, renewal])[0]
+        let compacted = try #require(RawCompaction.compact(body, headers: [RawCompaction.Header(id: 3, segment: header)]))
+        for (bytes, encoding, deflated) in [
+            (compacted, RawEncoding.headerReferences, RawEncoding.deflatedHeaderReferences), (body, .verbatim, .deflatedVerbatim),
+        ] {
+            let stored = RawCompaction.stored(bytes, encoding: encoding)
+            #expect(stored.encoding == deflated)
+            #expect(stored.bytes.count * 4 < bytes.count * 3, "\(stored.bytes.count) of \(bytes.count) bytes")
+            #expect(try RawCompaction.raw(stored: stored.bytes, encoding: deflated.rawValue) { ids in ids == [3] ? [3: header] : [:] } == body)
+            #expect(try RawCompaction.references(stored: stored.bytes, encoding: deflated.rawValue) == (encoding == .headerReferences ? [3] : []))
+            var damaged = stored.bytes
+            damaged[damaged.count / 2] ^= 0x01
+            #expect(throws: StoreError.self) { try RawCompaction.raw(stored: damaged, encoding: deflated.rawValue) { _ in [3: header] } }
+            #expect(throws: StoreError.self) { try RawCompaction.raw(stored: Array(stored.bytes.dropLast(9)), encoding: deflated.rawValue) { _ in [3: header] } }
+        }
+        // Bytes deflating cannot shrink are kept as they are.
+        var generator = Generator(state: 99)
+        let random = (0..<64).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let stored = RawCompaction.stored(random, encoding: .verbatim)
+        #expect(stored.encoding == .verbatim && stored.bytes == random)
+        #expect(throws: StoreError.self) { try RawCompaction.raw(stored: random, encoding: 4) { _ in [:] } }
     }
 
     @Test("headers found: a JWS's first segment as it is (not inside a longer run or after a '.', long enough, before a '.'), and nested ones, each once")

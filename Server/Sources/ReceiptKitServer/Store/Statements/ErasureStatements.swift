@@ -6,31 +6,15 @@ enum ErasureStatements {
     /// Whether a customer's consent to share consumption data is recorded. Values: customer id.
     static let consent = Query("SELECT consented FROM consumption_consents WHERE customer_id = ?") { (consented: Bool) in consented }
 
-    /// The other customers linked to a key whose ids are an `appAccountToken` one of the key's
-    /// transactions carries: the purchase linked them as a customer (``VerifiedInput``). Values:
-    /// the key, the customer id being erased.
-    static let tokensOfKey = Query { dialect in
+    /// Every stored copy of a key's transactions, whose `appAccountToken`s (Apple's signed data,
+    /// which is kept) tell which linked customer ids are tokens (``VerifiedInput`` linked the
+    /// purchase's token as a customer) and whether the customer's id is one. Deflated copies
+    /// (``StoredJSON``) are searched once inflated, as SQL cannot. Values: the key.
+    static let copiesOfKey = Query(
         """
-        SELECT c.customer_id FROM customer_subscriptions c
-        WHERE c.original_transaction_id = ? AND c.bundle_id = ? AND c.environment = ? AND c.customer_id <> ?
-        AND EXISTS (
-            SELECT 1 FROM transaction_copies t
-            WHERE t.original_transaction_id = c.original_transaction_id AND t.bundle_id = c.bundle_id
-                AND t.environment = c.environment
-                AND \(dialect.contains("t.copy", #"'"appAccountToken":"' || c.customer_id || '"'"#))
-        )
+        SELECT copy FROM transaction_copies WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?
         """
-    } row: { (customerId: String) in customerId }
-
-    /// Whether one of a key's transactions carries a text as its `appAccountToken` (Apple's
-    /// signed data, which is kept). Values: the key, `"appAccountToken":"ID"`.
-    static let tokenInCopies = Query { dialect in
-        """
-        SELECT 1 FROM transaction_copies
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND \(dialect.contains("copy", "?"))
-        LIMIT 1
-        """
-    } row: { (_: Int64) in () }
+    ) { (copy: StoredJSON) in copy }
 
     /// The feed's events of a key. Values: the key.
     static let eventsOfKey = Query(

@@ -26,8 +26,8 @@ enum InputStatements {
         WHERE k.original_transaction_id = ? AND k.bundle_id = ? AND k.environment = ?
         """, row: storedInput)
 
-    @Sendable static func storedInput(id: Int64, kind: String, record: String, receivedAt: Int64) -> StoredInput {
-        StoredInput(id: id, kind: kind, record: record, receivedAt: receivedAt)
+    @Sendable static func storedInput(id: Int64, kind: String, record: StoredJSON, receivedAt: Int64) -> StoredInput {
+        StoredInput(id: id, kind: kind, record: record.text, receivedAt: receivedAt)
     }
 
     /// An input's stored bytes and their encoding, by dedup key.

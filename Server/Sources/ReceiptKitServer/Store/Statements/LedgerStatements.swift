@@ -40,17 +40,17 @@ enum LedgerStatements {
         timestamp?.millisecondsSince1970 ?? Int64.min
     }
 
-    /// A copy's JSON, as its row keeps it.
+    /// A copy's JSON, as its row keeps it: deflated (``StoredJSON``).
     static func json(_ copy: LedgerCopy) -> StoreValue {
-        .text(String(decoding: copy.jsonBytes(), as: UTF8.self))
+        StoredJSON(copy.jsonBytes()).storeValue
     }
 
     /// Reads a stored copy's JSON.
     ///
     /// - Throws: ``StoreError`` when it does not decode (the store is damaged).
-    static func copy(_ json: String, kind: LedgerCopy.Kind, of originalTransactionId: String) throws -> LedgerCopy {
+    static func copy(_ json: StoredJSON, kind: LedgerCopy.Kind, of originalTransactionId: String) throws -> LedgerCopy {
         do {
-            return try LedgerCopy(jsonBytes: Array(json.utf8), kind: kind)
+            return try LedgerCopy(jsonBytes: json.bytes, kind: kind)
         } catch {
             throw StoreError.damaged("a stored copy of \(originalTransactionId) does not decode: \(error)")
         }
@@ -65,7 +65,7 @@ enum LedgerStatements {
         WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ?
         ORDER BY known_from DESC LIMIT 1
         """
-    ) { (knownFrom: Int64, copy: String) in (knownFrom: knownFrom, json: copy) }
+    ) { (knownFrom: Int64, copy: StoredJSON) in (knownFrom: knownFrom, json: copy) }
 
     /// The stored copies of a transaction signed last, at most two, latest first.
     static let lastTwoTransactionCopies = Query(
@@ -74,7 +74,7 @@ enum LedgerStatements {
         WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ?
         ORDER BY known_from DESC LIMIT 2
         """
-    ) { (knownFrom: Int64, copy: String) in (knownFrom: knownFrom, json: copy) }
+    ) { (knownFrom: Int64, copy: StoredJSON) in (knownFrom: knownFrom, json: copy) }
 
     /// The stored copy of a transaction signed at an instant.
     static let transactionCopy = Query(
@@ -82,7 +82,7 @@ enum LedgerStatements {
         SELECT copy FROM transaction_copies
         WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
         """
-    ) { (copy: String) in copy }
+    ) { (copy: StoredJSON) in copy }
 
     static let insertTransactionCopy = StoreStatement(
         """
@@ -118,7 +118,7 @@ enum LedgerStatements {
         """
         SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from = ?
         """
-    ) { (copy: String) in copy }
+    ) { (copy: StoredJSON) in copy }
 
     /// The stored copies of a subscription's renewal info signed last, at most two, latest first.
     static let lastTwoRenewalInfoCopies = Query(
@@ -126,7 +126,7 @@ enum LedgerStatements {
         SELECT known_from, copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ?
         ORDER BY known_from DESC LIMIT 2
         """
-    ) { (knownFrom: Int64, copy: String) in (knownFrom: knownFrom, json: copy) }
+    ) { (knownFrom: Int64, copy: StoredJSON) in (knownFrom: knownFrom, json: copy) }
 
     static let insertRenewalInfoCopy = StoreStatement(
         """
@@ -257,7 +257,7 @@ enum LedgerStatements {
             WHERE m.original_transaction_id = r.original_transaction_id AND m.environment = r.environment)
         """
     ) {
-        (part: Int64, knownFrom: Int64?, transactionId: String?, copy: String?, lastRenewalInfo: Int64?, status: String?,
+        (part: Int64, knownFrom: Int64?, transactionId: String?, copy: StoredJSON?, lastRenewalInfo: Int64?, status: String?,
          productId: String?, derivedTransactionId: String?, expiresAt: Int64?, willRenew: Bool?, isSubscription: Bool?,
          isFamilyShared: Bool?, nextChangeAt: Int64?, _: Int64?) throws -> CurrentRow in
         switch (part, knownFrom, transactionId, copy) {
@@ -290,14 +290,14 @@ enum LedgerStatements {
         /// A top-ranked latest transaction copy.
         case candidate(CandidateRow)
         /// The JSON of the transaction copy signed last.
-        case lastTransaction(String)
+        case lastTransaction(StoredJSON)
         /// The JSON of the renewal info signed last.
-        case lastRenewalInfo(String)
+        case lastRenewalInfo(StoredJSON)
     }
 
     /// A candidate of ``current`` or ``candidatesKnownAt``: a transaction's latest copy.
     struct CandidateRow: Sendable {
-        var json: String
+        var json: StoredJSON
         var transactionId: String
         var knownFrom: Int64
     }
@@ -327,7 +327,7 @@ enum LedgerStatements {
         ORDER BY \(rankOrder) LIMIT \(candidateLimit)
         """, row: candidateRow)
 
-    @Sendable private static func candidateRow(json: String, transactionId: String, knownFrom: Int64) -> CandidateRow {
+    @Sendable private static func candidateRow(json: StoredJSON, transactionId: String, knownFrom: Int64) -> CandidateRow {
         CandidateRow(json: json, transactionId: transactionId, knownFrom: knownFrom)
     }
 
@@ -338,7 +338,7 @@ enum LedgerStatements {
         WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND known_from <= ?
         ORDER BY known_from DESC, transaction_id DESC LIMIT 1
         """
-    ) { (knownFrom: Int64, transactionId: String, copy: String) in (knownFrom: knownFrom, transactionId: transactionId, json: copy) }
+    ) { (knownFrom: Int64, transactionId: String, copy: StoredJSON) in (knownFrom: knownFrom, transactionId: transactionId, json: copy) }
 
     /// The key's renewal info signed last by an instant.
     static let lastRenewalInfoKnownAt = Query(
@@ -346,7 +346,7 @@ enum LedgerStatements {
         SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from <= ?
         ORDER BY known_from DESC LIMIT 1
         """
-    ) { (copy: String) in copy }
+    ) { (copy: StoredJSON) in copy }
 
     /// Every copy of the key's transactions known at an instant.
     static let transactionCopiesKnownAt = Query(
@@ -354,14 +354,14 @@ enum LedgerStatements {
         SELECT copy FROM transaction_copies
         WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND known_from <= ?
         """
-    ) { (copy: String) in copy }
+    ) { (copy: StoredJSON) in copy }
 
     /// Every copy of the key's renewal info known at an instant.
     static let renewalInfoCopiesKnownAt = Query(
         """
         SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from <= ?
         """
-    ) { (copy: String) in copy }
+    ) { (copy: StoredJSON) in copy }
 }
 
 /// A key's row as ``LedgerStatements/current`` reads it.

@@ -17,7 +17,7 @@ enum RetentionStatements {
         SELECT copy FROM transaction_copies
         WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND is_latest = 1
         """
-    ) { (copy: String) in copy }
+    ) { (copy: StoredJSON) in copy }
 
     /// The inputs that touched the key before an input id, latest first: a page of them. Values:
     /// the key, before, limit.

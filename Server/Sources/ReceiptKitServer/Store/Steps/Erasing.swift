@@ -3,8 +3,9 @@ import ReceiptKit
 /// Erasing a customer in one write transaction (``CustomerErasure`` says what and why):
 ///
 /// 1. Their keys and whether their consent is recorded; neither: `nil`, nothing written.
-/// 2. The `appAccountToken`s linked to those keys (ids their transactions carry as one), and the
-///    keys linked to each token: every id erased, every key touched.
+/// 2. The `appAccountToken`s linked to those keys (ids their transactions carry as one: the
+///    customers linked to each key, and its transaction copies searched for them), and the keys
+///    linked to each token: every id erased, every key touched.
 /// 3. Each key's row locked (`FOR UPDATE`, PostgreSQL) in key order, as recording an input locks
 ///    it (by its write): an input folding into the key meanwhile writes its events before or after the
 ///    rewrite, never with the customer read before and written after it.
@@ -23,6 +24,8 @@ struct Erasing: RowSteps, Sendable {
     private var consented = false
     /// The tokens to erase with the customer, in the order found.
     private var tokens: [String] = []
+    /// The customers other than this one linked to the own key being searched.
+    private var linked: [String] = []
     private var idInAppleData = false
     private var events: [Int64: String] = [:]
     private var deliveries: [Int64: [UInt8]] = [:]
@@ -33,7 +36,7 @@ struct Erasing: RowSteps, Sendable {
 
     private enum Phase {
         case start, keys, consent
-        case tokens(Int), tokenKeys(Int)
+        case tokens(Int), tokenCopies(Int), tokenKeys(Int)
         case locking(Int), retained(Int), events(Int), deliveries(Int), purchases(Int)
         case header(Int64)
         case written
@@ -59,7 +62,13 @@ struct Erasing: RowSteps, Sendable {
             guard !ownKeys.isEmpty || consented else { return .done(nil) }
             return try step(.tokens(0))
         case .tokens(let index):
-            for token in try ErasureStatements.tokensOfKey.decode(rows) where !tokens.contains(token) { tokens.append(token) }
+            linked = try LedgerStatements.customersOfKey.decode(rows).filter { $0 != customerId }
+            return try step(linked.isEmpty ? .tokens(index + 1) : .tokenCopies(index))
+        case .tokenCopies(let index):
+            let copies = try ErasureStatements.copiesOfKey.decode(rows)
+            for customer in linked where !tokens.contains(customer) && Self.carry(copies, token: customer) {
+                tokens.append(customer)
+            }
             return try step(.tokens(index + 1))
         case .tokenKeys(let index):
             keys += try LedgerStatements.keysOfCustomer.decode(rows)
@@ -67,7 +76,7 @@ struct Erasing: RowSteps, Sendable {
         case .locking(let index):
             return try step(.locking(index + 1))
         case .retained(let index):
-            if try ErasureStatements.tokenInCopies.decodeFirst(rows) != nil { idInAppleData = true }
+            if Self.carry(try ErasureStatements.copiesOfKey.decode(rows), token: customerId) { idInAppleData = true }
             return try step(.events(index))
         case .events(let index):
             for event in try ErasureStatements.eventsOfKey.decode(rows) { events[event.id] = event.payload }
@@ -76,12 +85,12 @@ struct Erasing: RowSteps, Sendable {
             for delivery in try ErasureStatements.deliveriesOfKey.decode(rows) { deliveries[delivery.id] = delivery.body }
             return try step(.purchases(index))
         case .purchases(let index):
-            for purchase in try ErasureStatements.purchasesOfKey.decode(rows) where Self.namesCustomer(purchase.stored) {
+            for purchase in try ErasureStatements.purchasesOfKey.decode(rows) {
                 let encoding = Int16(truncatingIfNeeded: purchase.encoding)
+                let form = try RawCompaction.inflated(stored: purchase.stored, encoding: encoding)
+                guard Self.namesCustomer(form.bytes) else { continue }
                 purchases[purchase.id] = (purchase.stored, encoding)
-                if encoding == RawEncoding.headerReferences.rawValue {
-                    pendingHeaders += try RawCompaction.references(in: purchase.stored)
-                }
+                if form.encoding == .headerReferences { pendingHeaders += try RawCompaction.references(in: form.bytes) }
             }
             return try step(.retained(index + 1))
         case .header(let id):
@@ -98,7 +107,7 @@ struct Erasing: RowSteps, Sendable {
         phase = next
         switch next {
         case .tokens(let index) where index < ownKeys.count:
-            return .fetch(ErasureStatements.tokensOfKey.fetch(LedgerStatements.key(ownKeys[index]) + [.text(customerId)]))
+            return .fetch(LedgerStatements.customersOfKey.fetch(LedgerStatements.key(ownKeys[index])))
         case .tokens:
             return try step(.tokenKeys(0))
         case .tokenKeys(let index) where index < tokens.count:
@@ -110,9 +119,10 @@ struct Erasing: RowSteps, Sendable {
             return .fetch(LedgerStatements.lockSubscription.fetch(LedgerStatements.key(keys[index])))
         case .locking:
             return try step(.retained(0))
+        case .tokenCopies(let index):
+            return .fetch(ErasureStatements.copiesOfKey.fetch(LedgerStatements.key(ownKeys[index])))
         case .retained(let index) where index < keys.count:
-            let needle = #""appAccountToken":"# + AnswerEncoder.quoted(customerId)
-            return .fetch(ErasureStatements.tokenInCopies.fetch(LedgerStatements.key(keys[index]) + [.text(needle)]))
+            return .fetch(ErasureStatements.copiesOfKey.fetch(LedgerStatements.key(keys[index])))
         case .retained:
             pendingHeaders = Array(Set(pendingHeaders)).sorted()
             return try headers()
@@ -127,6 +137,12 @@ struct Erasing: RowSteps, Sendable {
         }
     }
 
+    /// Whether one of a key's transaction copies carries `token` as its `appAccountToken`.
+    private static func carry(_ copies: [StoredJSON], token: String) -> Bool {
+        let member = Array((#""appAccountToken":"# + AnswerEncoder.quoted(token)).utf8)
+        return copies.contains { $0.bytes.firstRange(of: member) != nil }
+    }
+
     /// The next header to read, or the writes once every one is read.
     private mutating func headers() throws -> RowStep<CustomerErasure.Outcome?> {
         if let id = pendingHeaders.popLast() {
@@ -137,9 +153,9 @@ struct Erasing: RowSteps, Sendable {
         return .write(try writes())
     }
 
-    /// Whether a purchase's stored bytes may name a customer (a body stored whole, as servers
-    /// before this one stored it): the JSON member's name appears among its literal bytes, which
-    /// header references never hide.
+    /// Whether a purchase's stored bytes, inflated, may name a customer (a body stored whole, as
+    /// servers before this one stored it): the JSON member's name appears among their literal
+    /// bytes, which header references never hide.
     private static func namesCustomer(_ stored: [UInt8]) -> Bool {
         let name = Array(#""customer_id""#.utf8)
         guard stored.count >= name.count else { return false }
@@ -166,7 +182,8 @@ struct Erasing: RowSteps, Sendable {
         for (id, purchase) in purchases.sorted(by: { $0.key < $1.key }) {
             let body = try RawCompaction.raw(stored: purchase.stored, encoding: purchase.encoding) { _ in segments }
             guard let apple = try CustomerErasure.applePart(of: body) else { continue }
-            writes.append(StoreWrite(ErasureStatements.updateRaw, [.bytes(apple), .integer(Int64(RawEncoding.verbatim.rawValue)), .integer(id)]))
+            let stored = RawCompaction.stored(apple, encoding: .verbatim)
+            writes.append(StoreWrite(ErasureStatements.updateRaw, [.bytes(stored.bytes), .integer(Int64(stored.encoding.rawValue)), .integer(id)]))
         }
         return writes
     }

@@ -30,8 +30,8 @@ struct Evaluation: RowSteps, Sendable {
     private struct Current {
         var head: KeyHead?
         var candidates: [LedgerStatements.CandidateRow] = []
-        var lastTransaction: String?
-        var lastRenewalInfo: String?
+        var lastTransaction: StoredJSON?
+        var lastRenewalInfo: StoredJSON?
     }
 
     private enum Phase {
@@ -105,7 +105,7 @@ struct Evaluation: RowSteps, Sendable {
         return first.rank != last.rank
     }
 
-    private func copy(_ json: String, _ kind: LedgerCopy.Kind) throws -> LedgerCopy {
+    private func copy(_ json: StoredJSON, _ kind: LedgerCopy.Kind) throws -> LedgerCopy {
         try LedgerStatements.copy(json, kind: kind, of: key.originalTransactionId)
     }
 

@@ -28,9 +28,7 @@ struct RawReading: RowSteps, Sendable {
             guard let row = try InputStatements.raw.decodeFirst(rows) else { return .done(nil) }
             stored = row.stored
             encoding = Int16(truncatingIfNeeded: row.encoding)
-            if encoding == RawEncoding.headerReferences.rawValue {
-                pending = try RawCompaction.references(in: stored).sorted()
-            }
+            pending = try RawCompaction.references(stored: stored, encoding: encoding).sorted()
         case .header(let id):
             // A header that is not there leaves its reference unresolved: `raw` throws.
             if let segment = try InputStatements.header.decodeFirst(rows) { segments[id] = Array(segment.utf8) }

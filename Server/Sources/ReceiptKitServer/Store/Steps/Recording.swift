@@ -205,11 +205,11 @@ struct Recording: RowSteps, Sendable {
     /// any.
     private mutating func insertInput() -> RowStep<Result> {
         let compacted = RawCompaction.compact(input.raw, headers: referenced)
-        let encoding = compacted == nil ? RawEncoding.verbatim : .headerReferences
+        let raw = RawCompaction.stored(compacted ?? input.raw, encoding: compacted == nil ? .verbatim : .headerReferences)
         phase = .inserted
         return .insert(StoreWrite(InputStatements.insert, [
-            .text(input.dedupKey), .text(input.kind), .bytes(compacted ?? input.raw), .integer(Int64(encoding.rawValue)),
-            .text(input.record), .integer(input.receivedAt), .text(input.cause.source.rawValue),
+            .text(input.dedupKey), .text(input.kind), .bytes(raw.bytes), .integer(Int64(raw.encoding.rawValue)),
+            StoredJSON(input.record).storeValue, .integer(input.receivedAt), .text(input.cause.source.rawValue),
         ]))
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import ReceiptKit
 
 /// Migration `v5-ledger-copies`'s rows: each key's ledger, stored whole as JSON in
@@ -118,13 +119,31 @@ struct NotificationDaysBackfill: RowSteps, Sendable {
     static let disorder: Int64 = 3_600_000
     static let pageSize: Int64 = 5_000
 
-    /// A page of notifications below an id, newest first, with their type.
+    /// A page of notifications below an id, newest first, with their type: read by the database
+    /// from a record stored as text (as every server before v12 stored it), by Swift from one
+    /// stored deflated (``StoredJSON``).
     static let notifications = Query { dialect in
         """
-        SELECT id, received_at, \(dialect.jsonText("record", ["notification", "type"])) FROM inputs
-        WHERE kind = 'notification' AND id < ? ORDER BY id DESC LIMIT ?
+        SELECT id, received_at, CASE WHEN substr(record, 1, 1) = '~' THEN record END,
+            CASE WHEN substr(record, 1, 1) <> '~' THEN \(dialect.jsonText("record", ["notification", "type"])) END
+        FROM inputs WHERE kind = 'notification' AND id < ? ORDER BY id DESC LIMIT ?
         """
-    } row: { (id: Int64, receivedAt: Int64, type: String?) in (id: id, receivedAt: receivedAt, type: type) }
+    } row: { (id: Int64, receivedAt: Int64, deflated: StoredJSON?, type: String?) in
+        (id: id, receivedAt: receivedAt, type: try type ?? deflated.flatMap(notificationType))
+    }
+
+    /// The `notification.type` of a record.
+    private static func notificationType(_ record: StoredJSON) throws -> String? {
+        struct Record: Decodable {
+            struct Notification: Decodable { let type: String? }
+            let notification: Notification?
+        }
+        do {
+            return try JSONDecoder().decode(Record.self, from: Data(record.bytes)).notification?.type
+        } catch {
+            throw StoreError.damaged("a stored notification's record does not decode: \(error)")
+        }
+    }
 
     static let insert = StoreStatement("INSERT INTO notification_days (day, type, count) VALUES (?, ?, ?)")
 
