@@ -67,10 +67,13 @@ let package = Package(
                 "CReceiptKitServerZlib",
                 "ServerSupport",
             ],
-            // The console's page, style sheet, script modules and icon, and the stored JSON's
-            // deflate dictionary, compiled into the binary as `PackageResources`
-            // (Console/ConsoleAssets.swift, Store/StoredJSON.swift).
-            resources: [.embedInCode("Console/Assets"), .embedInCode("Store/stored-json-dictionary-1.txt")],
+            // The console's page, style sheet, script modules and icon, and the deflate dictionaries
+            // of the stored JSON and raw bytes, compiled into the binary as `PackageResources`
+            // (Console/ConsoleAssets.swift, Store/StoredJSON.swift, Ingest/RawCompaction.swift).
+            resources: [
+                .embedInCode("Console/Assets"), .embedInCode("Store/stored-json-dictionary-1.txt"),
+                .embedInCode("Ingest/raw-dictionary-1.txt"),
+            ],
             swiftSettings: strictSettings
         ),
         // What the server's targets share and nothing else needs: durations in units, hex,
