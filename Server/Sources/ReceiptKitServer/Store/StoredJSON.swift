@@ -2,7 +2,7 @@ import ServerSupport
 
 /// The JSON the store keeps beside Apple's signed bytes — each input's record, each ledger copy —
 /// deflated against a preset dictionary of what such documents share: a 2.1 KB notification record
-/// is stored in about 450 bytes, a 460-byte transaction copy in about 170. Every value is derived
+/// is stored in about 450 bytes, a 460-byte transaction copy in about 190. Every value is derived
 /// from the signed bytes, which are kept as received (``RawCompaction``); this form only costs
 /// less disk.
 ///

@@ -1,3 +1,4 @@
+import Foundation
 import ReceiptKit
 import ReceiptKitServer
 import ServerSupport
@@ -76,5 +77,46 @@ struct StoredJSONTests {
         // The CRC-32 beside the length: a changed byte is caught even where the stream still
         // inflates to as many bytes.
         #expect(throws: StoreError.self, "a byte of the stream changed") { try StoredJSON(stored: stored(flipped)) }
+    }
+}
+
+/// ``JSONMemberScan``: where it answers, it answers what a full decoding does.
+@Suite("One JSON member, scanned")
+struct JSONMemberScanTests {
+    struct Record: Decodable {
+        struct Notification: Decodable { let type: String? }
+        let notification: Notification?
+    }
+
+    @Test("the scan agrees with JSONDecoder, or leaves the text to it")
+    func agreesWithDecoding() throws {
+        let texts = [
+            #"{"kind":"notification","notification":{"type":"DID_RENEW","subtype":null}}"#,
+            #"{"transactions":[{"a":"}]{[\"notification\":{\"type\":\"X\"}"},[1,2,{"b":[]}]],"notification":{"subtype":"Y","type":"SUBSCRIBED"}}"#,
+            #"{ "notification" : { "type" : "REFUND" } }"#,
+            #"{"notification":null}"#,
+            #"{"notification":{"type":null}}"#,
+            #"{"notification":{}}"#,
+            #"{}"#,
+            #"{"other":{"notification":{"type":"NOT_THIS"}},"n":-1.5e3,"t":true}"#,
+            #"{"notification":{"type":"ESC\u0041PED"}}"#,
+            #"{"notif\u0069cation":{"type":"A"}}"#,
+            #"{"notification":{"type":"TEST"},"notification2":1}"#,
+        ]
+        var decided = 0
+        for text in texts {
+            let expected = try JSONDecoder().decode(Record.self, from: Data(text.utf8)).notification?.type
+            switch JSONMemberScan.string(at: ["notification", "type"], in: Array(text.utf8)) {
+            case .found(let type):
+                decided += 1
+                #expect(type == expected, "\(text)")
+            case .undecided:
+                continue
+            }
+        }
+        #expect(decided == texts.count - 2, "all but the two with escapes in what is asked for")
+        for text in [#"["notification"]"#, #"{"notification":{"type":1}}"#, #"{"notification":"type"}"#, ""] {
+            #expect(JSONMemberScan.string(at: ["notification", "type"], in: Array(text.utf8)) == .undecided, "\(text)")
+        }
     }
 }
