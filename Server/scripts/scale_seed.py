@@ -249,8 +249,13 @@ SELECT i.id, 'notification:' || {uuid} AS dedup_key, 'notification' AS kind, r.r
     || '","bundle_id":"' || bundle_id || '","app_apple_id":1234567890,"bundle_version":"42"}}}}' AS json,
     received_at, 0 AS raw_encoding, 'webhook' AS source
 FROM seed_inputs i JOIN seed_raw r ON r.i = i.id % 1000"""))
-    sql.append("""INSERT INTO input_subscriptions (bundle_id, environment, original_transaction_id, input_id)
-SELECT bundle_id, environment, otid, id FROM seed_inputs;""")
+    # On PostgreSQL the inputs are stored after the transaction (their JSON deflated), and the
+    # links, which reference them, after that.
+    links = "INSERT INTO input_subscriptions (bundle_id, environment, original_transaction_id, input_id) SELECT bundle_id, environment, otid, id FROM {};"
+    if postgres:
+        sql.append("CREATE UNLOGGED TABLE seed_input_keys AS SELECT bundle_id, environment, otid, id FROM seed_inputs;")
+    else:
+        sql.append(links.format("seed_inputs"))
     sql.append(f"""INSERT INTO change_events (id, type, occurred_at, recorded_at, original_transaction_id, bundle_id, environment, payload)
 SELECT id, event, received_at, received_at, otid, bundle_id, environment,
     '{{"id":' || CAST(id AS TEXT) || ',"type":"' || event || '","occurred_at":' || CAST(received_at AS TEXT) || ',"bundle_id":"' || bundle_id
@@ -266,8 +271,6 @@ SELECT '00000000-0000-4000-8000-' || {pad("k", 12)}, bundle_id, environment, oti
 FROM seed_keys WHERE k % 20 < 17
 UNION ALL
 SELECT 'family-' || CAST(k / 2 AS TEXT), bundle_id, environment, otid, {now} FROM seed_keys WHERE k % 20 = 17;""")
-    if postgres:
-        sql.append("SELECT setval('inputs_id_seq', (SELECT MAX(id) FROM inputs));")
     sql.append("COMMIT;")
     if postgres:
         with open(os.devnull, "w") as quiet:
@@ -275,6 +278,9 @@ SELECT 'family-' || CAST(k / 2 AS TEXT), bundle_id, environment, otid, {now} FRO
                               stdout=quiet).returncode != 0:
                 sys.exit("scale_seed.py: the seeding statements failed")
         deflate_postgres(target)
+        subprocess.run(["psql", target, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", links.format("seed_input_keys"),
+                        "-c", "DROP TABLE seed_input_keys", "-c", "SELECT setval('inputs_id_seq', (SELECT MAX(id) FROM inputs))"],
+                       stdout=subprocess.DEVNULL, check=True)
     else:
         connection = sqlite3.connect(target, isolation_level=None)
         connection.create_function("stored_json", 1, stored_json, deterministic=True)

@@ -112,8 +112,12 @@ extension StoreTests {
                 == Int64(keys.count))
             #expect(days.map(\.count) == [1, 2, 1, 1])
             #expect(days.map(\.type) == ["SUBSCRIBED", "DID_RENEW", nil, "EXPIRED"])
-            // What a v11 server left: the keys' derived states and the notifications, no counts.
+            // What a v11 server left: the keys' derived states and the notifications, no counts,
+            // records as text (two of them here; the others stay deflated, as this server stores
+            // them: the migration reads both).
             try await backend.execute([
+                "UPDATE inputs SET record = '{\"notification\":{\"type\":\"DID_RENEW\"}}' WHERE dedup_key = 'test:notification:0'",
+                "UPDATE inputs SET record = '{\"notification\":{\"type\":\"EXPIRED\"}}' WHERE dedup_key = 'test:notification:2'",
                 "DROP TABLE subscription_counts", "DROP TABLE notification_days",
                 location.isSQLite
                     ? "DELETE FROM grdb_migrations WHERE identifier LIKE 'v12-%'" : "DELETE FROM receiptkit_migrations WHERE id LIKE 'v12-%'",
