@@ -73,6 +73,11 @@ STORED = {
     "renewal_info_copies": ("copy", ["original_transaction_id", "environment", "known_from"]),
     "inputs": ("record", ["id", "dedup_key", "kind", "raw", "received_at", "raw_encoding", "source"]),
 }
+# The order rows are stored in on PostgreSQL, as the server would have stored them: by key, and the
+# inputs by id (a join's order would group them by their raw stand-in, which a dump's compression
+# then folds).
+ORDER = {"transaction_copies": "original_transaction_id, transaction_id", "renewal_info_copies": "original_transaction_id, known_from",
+         "inputs": "id"}
 
 
 def stored_insert(postgres: bool, table: str, select: str) -> str:
@@ -81,7 +86,7 @@ def stored_insert(postgres: bool, table: str, select: str) -> str:
     into the unlogged table seed_json_TABLE, numbered, for the steps after the transaction."""
     column, columns = STORED[table]
     if postgres:
-        return f"CREATE UNLOGGED TABLE seed_json_{table} AS SELECT ROW_NUMBER() OVER () AS n, r.* FROM ({select}) AS r;"
+        return f"CREATE UNLOGGED TABLE seed_json_{table} AS SELECT ROW_NUMBER() OVER (ORDER BY {ORDER[table]}) AS n, r.* FROM ({select}) AS r;"
     names = ", ".join(columns)
     return f"INSERT INTO {table} ({names}, {column}) SELECT {names}, stored_json(json) FROM ({select}) AS r;"
 
