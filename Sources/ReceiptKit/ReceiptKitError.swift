@@ -68,6 +68,11 @@ public struct ReceiptKitError: Error, Sendable, Hashable, CustomStringConvertibl
         /// is missing or has the wrong JSON type, or its format version is one this ReceiptKit
         /// does not read. Not a check of App Store data: `verify-receipt` never prints it.
         public static let malformedLedger = Code(rawValue: "malformed_ledger")
+        /// An entitlements file (``EntitlementCatalog``) is not JSON, has a member it does not
+        /// define, or says something it cannot mean; the reason names the line and the member.
+        public static let invalidEntitlements = Code(rawValue: "invalid_entitlements")
+        /// An ISO 8601 duration (``EntitlementDuration``) is not one ReceiptKit reads.
+        public static let invalidDuration = Code(rawValue: "invalid_duration")
         /// A signing key is not an unencrypted PEM private key on P-256 (App Store Connect's `.p8`).
         /// Not a check of App Store data: the signers and the App Store Server API client throw it.
         public static let invalidPrivateKey = Code(rawValue: "invalid_private_key")

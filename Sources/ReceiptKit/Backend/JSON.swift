@@ -29,10 +29,12 @@ package final class JSONDocument {
     ///     text; `false` parses the text as it stands, which tests compare with.
     ///   - allowingNUL: Whether strings may hold U+0000 (`\u0000`): only for text ReceiptKit
     ///     wrote itself, such as an entitlement ledger, never for signed data.
+    ///   - reportingLines: Whether a syntax error names its line and column (a file a person
+    ///     edits) rather than its byte offset.
     /// - Throws: ``ReceiptKitError`` with `code` when the text is not a strict JSON object.
     package init(
         parsingObject bytes: [UInt8], code: ReceiptKitError.Code, what: String, liftingLongStrings: Bool = true,
-        allowingNUL: Bool = false
+        allowingNUL: Bool = false, reportingLines: Bool = false
     ) throws {
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
             throw ReceiptKitError(code, "\(what) starts with a byte-order mark")
@@ -54,7 +56,8 @@ package final class JSONDocument {
             let text = withUnsafeBytes(of: &error.text) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
-            throw ReceiptKitError(code, "\(what) is not valid JSON: \(text) at offset \(error.position)")
+            let position = reportingLines ? "at line \(error.line), column \(error.column)" : "at offset \(error.position)"
+            throw ReceiptKitError(code, "\(what) is not valid JSON: \(text) \(position)")
         }
         guard rk_json_typeof(parsed) == JSON_OBJECT else {
             json_decref(parsed)
@@ -253,6 +256,17 @@ package struct JSONObject {
         return JSONArray(pointer: value, lifted: lifted, path: name(key), code: code)
     }
 
+    /// The names of the object's members, in the order the text gives them.
+    package var memberNames: [String] {
+        var names: [String] = []
+        var iterator = json_object_iter(pointer)
+        while let current = iterator {
+            names.append(String(cString: json_object_iter_key(current)))
+            iterator = json_object_iter_next(pointer, current)
+        }
+        return names
+    }
+
     /// The array-of-strings member `key`.
     package func strings(_ key: JSONKey) throws -> [String]? {
         guard let array = try array(key) else { return nil }
@@ -278,6 +292,11 @@ package struct JSONArray {
 
     private func element(_ index: Int) -> UnsafeMutablePointer<json_t>? {
         json_array_get(pointer, index)
+    }
+
+    /// Whether the element at `index` is a string.
+    package func isString(at index: Int) -> Bool {
+        element(index).map { rk_json_typeof($0) == JSON_STRING } ?? false
     }
 
     /// The element at `index`, which must be a string.

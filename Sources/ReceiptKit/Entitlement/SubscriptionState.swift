@@ -76,6 +76,9 @@ public struct SubscriptionState: Sendable, Hashable {
     public let lastSignedDate: Timestamp?
     /// The evaluation instant.
     public let asOf: Timestamp
+    /// The current transaction's `purchaseDate`: where a non-renewing subscription's time starts
+    /// (``EntitlementCatalog``). Not part of the state line.
+    public let purchaseDate: Timestamp?
     /// The first instant after ``asOf`` at which the same records may give another ``status`` by
     /// time alone: the end of the period paid for, of the grace period or of Apple's billing retry
     /// window, or a revocation dated after ``asOf``. `nil` when only a new record can change it
@@ -151,6 +154,7 @@ public struct SubscriptionState: Sendable, Hashable {
         appAccountToken = current.traits.appAccountToken ?? renewalInfo?.traits.appAccountToken
         self.lastSignedDate = lastSignedDate == knownSinceAlways ? nil : lastSignedDate
         asOf = instant
+        purchaseDate = current.purchaseDate
         var boundaries: [Timestamp] = []
         if !upgradedOnly, !laterPeriodKnown, let revoked = current.revocationDate { boundaries.append(revoked) }
         if isAutoRenewable, let periodEnd {
