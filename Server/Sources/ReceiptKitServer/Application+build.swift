@@ -47,10 +47,11 @@ package func buildServer(
 ) throws -> BuiltServer {
     let metrics = ServerMetrics()
     let wake = DeliveryWake()
-    let feed = FeedSettings(targets: configuration.events.targets, observer: { commit in
+    var feed = FeedSettings(targets: configuration.events.targets, observer: { commit in
         for event in commit.events { metrics.feedEvent(type: event.type, bundleId: event.bundleId, environment: event.environment) }
         if commit.outboxRows > 0 { wake.signal() }
     })
+    feed.entitlements = configuration.entitlements
     let store = try Store(
         configuration.database, logger: logger, postgresSearchPath: postgresSearchPath, feed: feed, timeout: configuration.databaseTimeout)
     var services: [any Service] = store.postgresClient.map { [$0] } ?? []
@@ -59,6 +60,7 @@ package func buildServer(
         verifier: verifier, store: store, metrics: metrics, clock: clock,
         readinessTimeout: min(Duration.seconds(2), configuration.requestTimeout / 2),
         rejections: NotificationRejections(since: Timestamp(clock())))
+    environment.entitlementsFile = configuration.entitlements
     // Each finished once the store is migrated: the periodic reconcile, the sweep and the
     // delivery wait for it.
     let (migrated, migratedContinuation) = AsyncStream.makeStream(of: Void.self)
@@ -127,8 +129,12 @@ package func buildServer(
     NotificationController(environment: environment).add(to: router)
     retention.add(to: router)
     let tokens = try APITokens(token: configuration.apiToken, file: configuration.apiTokensFile)
-    if tokens.file != nil {
-        services.append(TokenReloadService(tokens: tokens, logger: logger))
+    if tokens.file != nil || configuration.entitlements != nil {
+        services.append(TokenReloadService(
+            tokens: tokens, entitlements: configuration.entitlements.map { ($0, store, { Timestamp(clock()) }) }, logger: logger))
+    }
+    if let file = configuration.entitlements {
+        logger.info("named entitlements are answered", metadata: ["file": "\(file.path)", "entitlements": "\(file.catalog.names.count)"])
     }
     let console = ConsoleController(environment: environment, tokenRequired: !tokens.isEmpty)
     console.addPage(to: router)
@@ -137,6 +143,7 @@ package func buildServer(
     let v1 = authenticated.group("v1")
     TransactionController(environment: environment).add(to: v1)
     EntitlementController(environment: environment).add(to: v1)
+    GrantController(environment: environment).add(to: v1)
     CustomerController(environment: environment).add(to: v1)
     ReconcileController(environment: environment, reconciler: reconciler).add(to: v1)
     OfferController(environment: environment).add(to: v1)
@@ -155,6 +162,10 @@ package func buildServer(
         logger: logger)
     app.beforeServerStarts {
         try await store.migrate(at: clock())
+        // A duration on a product the store knows as another type stops the start, naming it.
+        if let file = configuration.entitlements {
+            try await EntitlementsFile.check(file.catalog, path: file.path, against: store, at: Timestamp(clock()))
+        }
         migratedContinuation.finish()
         sweepMigratedContinuation.finish()
         deliveryMigratedContinuation.finish()

@@ -30,6 +30,7 @@ public import ReceiptKit
 /// | `RECEIPTKIT_WEBHOOK_RETRY_HOURS`, `RECEIPTKIT_WEBHOOK_TIMEOUT` | how long a delivery is retried (default `72` hours), how long one attempt may take (default `10` s) |
 /// | `RECEIPTKIT_FORWARD_URLS` | where each verified notification is forwarded, comma-separated |
 /// | `RECEIPTKIT_CONSUMPTION_DEFAULT` | the consumption answer sent for consenting customers an hour before the deadline |
+/// | `RECEIPTKIT_ENTITLEMENTS_FILE` | the JSON file of named entitlements (``EntitlementsFile``), read again on `SIGHUP` |
 /// | `RECEIPTKIT_RETENTION_RULES` | the JSON file of rules that answer Apple's Get Retention Message requests (``RetentionRulesFile``) |
 public struct ServerConfiguration: Sendable {
     /// The address the server binds to.
@@ -61,6 +62,9 @@ public struct ServerConfiguration: Sendable {
     /// The rules that answer Apple's Get Retention Message requests (`RECEIPTKIT_RETENTION_RULES`),
     /// and the file they were read from; `nil`: every request is answered `{}`.
     package var retention: (rules: RetentionRules, file: String)?
+    /// The named entitlements (`RECEIPTKIT_ENTITLEMENTS_FILE`), read at start and on `SIGHUP`;
+    /// `nil`: none (the answers have no `entitlements`).
+    package var entitlements: EntitlementsFile?
 
     /// Creates a configuration.
     ///
@@ -144,6 +148,9 @@ public struct ServerConfiguration: Sendable {
         notices = environmentNotice.map { [$0] } ?? []
         self.databaseTimeout = databaseTimeout
         self.retention = retention
+        entitlements = try variables.value(EntitlementsFile.variable).map { path throws(ConfigurationError) in
+            try EntitlementsFile(path: path)
+        }
     }
 
     /// The environments served: `RECEIPTKIT_ENVIRONMENTS`, as listed; or `RECEIPTKIT_ENVIRONMENT`,

@@ -35,6 +35,18 @@ public struct OutboxTargets: Sendable, Hashable {
         }
     }
 
+    /// The webhook's row for a customer's event (a named entitlement's change), if a webhook is
+    /// configured and takes the event's environment (a grant's, which has none, always): ordered
+    /// by the customer, so that a customer's entitlement events arrive in the order they happened.
+    func webhookRow(eventId: Int64, json: String, customerId: String, environment: String?, at now: Int64) -> OutboxRow? {
+        if let environment, let webhookEnvironments, !webhookEnvironments.contains(environment) { return nil }
+        return webhookURL.map { url in
+            OutboxRow(
+                kind: .webhook, target: url, orderingKey: "customer|\(customerId)", eventId: eventId, body: Array(json.utf8),
+                createdAt: now, giveUpAt: now + retryWindowMilliseconds)
+        }
+    }
+
     /// The rows forwarding a verified notification, byte for byte, to each forward URL, ordered
     /// by the first key it touches.
     func forwardRows(_ notification: [UInt8], keys: [SubscriptionKey], at now: Int64) -> [OutboxRow] {

@@ -39,6 +39,12 @@ package enum EventType: String, Sendable, CaseIterable {
     case purchaseRevoked = "purchase.revoked"
     /// A one-time purchase's refund reversed.
     case purchaseRefundReversed = "purchase.refund_reversed"
+    /// A customer may now use a named entitlement (a purchase, a renewal, a grant): the
+    /// entitlements file's name, and what gives it.
+    case entitlementActivated = "entitlement.activated"
+    /// A customer may no longer use a named entitlement (a lapse, a refund, a pass or a grant
+    /// ending).
+    case entitlementDeactivated = "entitlement.deactivated"
     /// Apple asks for consumption information about a refund request (`CONSUMPTION_REQUEST`):
     /// answer with `PUT /v1/transactions/{id}/consumption` before the deadline.
     case consumptionRequested = "consumption.requested"

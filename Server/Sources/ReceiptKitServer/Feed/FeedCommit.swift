@@ -22,6 +22,9 @@ public struct FeedSettings: Sendable {
     /// Called after each commit that wrote events or outbox rows (metrics, and the delivery
     /// worker's wake-up); never before the commit.
     public var observer: (@Sendable (FeedCommit) -> Void)?
+    /// The named entitlements (`RECEIPTKIT_ENTITLEMENTS_FILE`), whose changes the feed tells;
+    /// `nil`: none.
+    package var entitlements: EntitlementsFile?
 
     /// Creates settings.
     public init(targets: OutboxTargets = OutboxTargets(), observer: (@Sendable (FeedCommit) -> Void)? = nil) {

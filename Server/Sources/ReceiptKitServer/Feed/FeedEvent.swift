@@ -15,6 +15,9 @@ public struct EventCause: Sendable, Hashable {
         case sweep
         /// `POST /appstore/retention`: Apple's Get Retention Message request (no input stored).
         case retention
+        /// `POST /v1/customers/{id}/grants` or `DELETE …/grants/{grant_id}`: access given or
+        /// ended by hand (no input stored).
+        case grant
     }
 
     public var source: Source

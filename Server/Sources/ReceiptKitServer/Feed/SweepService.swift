@@ -9,6 +9,8 @@ import ServiceLifecycle
 /// until the service group shuts down. Several servers may sweep one database: each key is
 /// derived by one of them (PostgreSQL's row lock, skipped when taken). A failed sweep is logged
 /// and tried again at the next interval; nothing is marked done before its events commit. With
+/// an entitlements file, each sweep then derives the customers whose named entitlements time may
+/// have changed (a pass, a grant or a period ending; ``Store/sweepEntitlements(now:limit:catalog:)``). With
 /// `RECEIPTKIT_CONSUMPTION_DEFAULT`, each sweep also answers the consumption requests nobody
 /// answered whose deadline is less than an hour away, for customers who consented.
 struct SweepService: Service {
@@ -48,6 +50,22 @@ struct SweepService: Service {
         } while true
         if total.due > 0 {
             logger.info("swept the keys time changed", metadata: ["due": "\(total.due)", "events": "\(total.events)"])
+        }
+        // After the keys, so that a customer's entitlements are derived from the keys' states
+        // the sweep left (a customer derives its keys' states itself, at its own instants).
+        if let file = store.feed.entitlements {
+            var customers = SweepReport()
+            repeat {
+                let report = try await store.sweepEntitlements(now: Timestamp(clock()), limit: batch, catalog: file.catalog)
+                customers.due += report.due
+                customers.events += report.events
+                guard report.due == batch, report.swept > 0, !Task.isCancelled else { break }
+            } while true
+            if customers.due > 0 {
+                logger.info(
+                    "swept the customers whose named entitlements time changed",
+                    metadata: ["due": "\(customers.due)", "events": "\(customers.events)"])
+            }
         }
         if let (requests, answer) = consumptionDefault {
             let answered = try await requests.answerDefaults(with: answer, now: Timestamp(clock()).millisecondsSince1970)

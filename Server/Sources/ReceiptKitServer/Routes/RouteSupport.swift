@@ -15,6 +15,8 @@ struct RouteEnvironment: Sendable {
     var apple: AppleAPI? = nil
     /// The notifications this process refused, for the console (never stored).
     let rejections: NotificationRejections
+    /// The named entitlements (`RECEIPTKIT_ENTITLEMENTS_FILE`), or `nil`.
+    var entitlementsFile: EntitlementsFile? = nil
 
 
     /// The largest JWS body accepted: the verifier's JWS limit plus 1 KiB of JSON around it.
@@ -102,35 +104,60 @@ struct RouteEnvironment: Sendable {
         throw APIError.invalidRequest("as_of is \"\(text)\"; expected an ISO 8601 instant such as 2025-06-01T12:00:00Z")
     }
 
-    /// A customer's entitlements now or as of an instant.
+    /// The named entitlements in use.
+    ///
+    /// - Throws: 409 `entitlements_off` when the server has no entitlements file.
+    func catalog() throws(APIError) -> EntitlementCatalog {
+        guard let file = entitlementsFile else {
+            throw APIError(
+                .conflict, "entitlements_off",
+                "this server has no named entitlements: set RECEIPTKIT_ENTITLEMENTS_FILE to a file naming them (docs/entitlements.md)")
+        }
+        return file.catalog
+    }
+
+    /// A customer's entitlements now or as of an instant: every subscription's state and, with an
+    /// entitlements file, every named entitlement (of the app `filter` selects, with `apps`).
     func entitlements(customerId: String, at instant: Timestamp, filter: KeyFilter? = nil) async throws -> Entitlements {
         let store = self.store
-        let states = try await read { try await store.states(customerId: customerId, at: instant) }
-            .filter { filter?.admits($0.key) ?? true }
-        return Entitlements(customerId: customerId, asOf: instant, states: states)
+        guard let catalog = entitlementsFile?.catalog else {
+            let states = try await read { try await store.states(customerId: customerId, at: instant) }
+                .filter { filter?.admits($0.key) ?? true }
+            return Entitlements(customerId: customerId, asOf: instant, states: states)
+        }
+        let sources = try await read { try await store.entitlementSources(customerId: customerId, at: instant) }
+        let states = sources.states.filter { filter?.admits($0.key) ?? true }
+        let named = catalog.entitlements(of: states, at: instant, grants: sources.grants.map(\.grant), bundleId: filter?.bundleId)
+        return Entitlements(customerId: customerId, asOf: instant, states: states, named: named)
     }
 }
 
-/// `{"customer_id", "as_of", "entitled", "subscriptions": [state, …]}`: a customer's
-/// entitlements, each state exactly as `verify-receipt --state` writes it; `entitled` is true when
-/// any of them is.
+/// `{"customer_id", "as_of", "entitled", "subscriptions": [state, …], "entitlements": {name: …}}`:
+/// a customer's entitlements, each state exactly as `verify-receipt --state` writes it; `entitled`
+/// is true when any of them is and is not a consumable; `entitlements` (with an entitlements file
+/// only) each named entitlement as ReceiptKit's rules derive it.
 struct Entitlements: Encodable {
     let customerId: String
     let asOf: String
     let entitled: Bool
     let subscriptions: [RenderedJSON]
+    /// Every named entitlement by name, with an entitlements file.
+    let entitlements: RenderedJSON?
 
-    init(customerId: String, asOf instant: Timestamp, states: [SubscriptionState]) {
+    /// - Parameter named: The named entitlements, with an entitlements file.
+    init(customerId: String, asOf instant: Timestamp, states: [SubscriptionState], named: [NamedEntitlement]? = nil) {
         self.customerId = customerId
         asOf = instant.iso8601
-        entitled = states.contains { $0.isEntitled }
+        // A consumable never entitles (it is a purchase the customer used up, not access).
+        entitled = states.contains { $0.isEntitled && $0.productType != "consumable" }
         subscriptions = states.map { RenderedJSON($0.json()) }
+        entitlements = named.map { RenderedJSON(NamedEntitlement.json($0)) }
     }
 
     private enum CodingKeys: String, CodingKey {
         case customerId = "customer_id"
         case asOf = "as_of"
-        case entitled, subscriptions
+        case entitled, subscriptions, entitlements
     }
 }
 

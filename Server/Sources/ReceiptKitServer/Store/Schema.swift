@@ -34,6 +34,9 @@ import ReceiptKit
 ///   answers — until it is accepted or its time runs out (``OutboxStatements``).
 /// - `consumption_requests`, `consumption_consents` (from v8): Apple's consumption requests with
 ///   their deadline and answer, and the customers who consented (``ConsumptionStatements``).
+/// - `entitlement_grants`, `customer_entitlements`, `entitlement_checks` (from v13): grants made
+///   by hand, what the feed last told of each customer's named entitlements, and when each
+///   customer's may next change by time alone (``EntitlementStatements``).
 /// - `subscription_counts`, `notification_days` (from v12): how many keys have each derived
 ///   status and product per app and environment, and the notifications stored per day and type:
 ///   the overview's figures, kept in the transactions that change them (``CountStatements``).
@@ -393,6 +396,43 @@ enum Schema {
                     PRIMARY KEY (day, type)
                 )\(dialect.clusteredOnPrimaryKey)
                 """
+            ]
+        },
+        // Named entitlements (``EntitlementStatements``): the grants support makes by hand (kept
+        // when ended, with who and when), what the feed last told of each customer's
+        // entitlements, and when a customer's entitlements may next change by time alone (a
+        // pass, a grant or a period ending), for the sweep.
+        Migration(id: "v13-entitlement-grants") { dialect in
+            [
+                """
+                CREATE TABLE entitlement_grants (
+                    grant_id TEXT NOT NULL PRIMARY KEY,
+                    customer_id TEXT NOT NULL,
+                    entitlement TEXT NOT NULL,
+                    granted_at BIGINT NOT NULL,
+                    expires_at BIGINT,
+                    reason TEXT,
+                    granted_by TEXT NOT NULL,
+                    ended_at BIGINT,
+                    ended_by TEXT
+                )
+                """,
+                "CREATE INDEX entitlement_grants_customer ON entitlement_grants (customer_id, granted_at)",
+                """
+                CREATE TABLE customer_entitlements (
+                    customer_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    active SMALLINT NOT NULL,
+                    PRIMARY KEY (customer_id, name)
+                )\(dialect.clusteredOnPrimaryKey)
+                """,
+                """
+                CREATE TABLE entitlement_checks (
+                    customer_id TEXT NOT NULL PRIMARY KEY,
+                    next_change_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX entitlement_checks_due ON entitlement_checks (next_change_at)",
             ]
         },
     ]

@@ -17,7 +17,8 @@ extension Store {
     /// - Throws: ``StoreError`` when the database fails or does not answer within ``timeout``;
     ///   `CancellationError`.
     package func record(_ input: VerifiedInput) async throws -> Bool {
-        let recording = Recording(input, dialect: backend.dialect, targets: feed.targets, directory: headers)
+        let recording = Recording(
+            input, dialect: backend.dialect, targets: feed.targets, directory: headers, catalog: feed.entitlements?.catalog)
         let recorded: Recording.Result
         do {
             recorded = try await backend.record(recording, deadline: timeout.map { ContinuousClock.now + $0 })

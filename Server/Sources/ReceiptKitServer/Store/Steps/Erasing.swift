@@ -35,7 +35,7 @@ struct Erasing: RowSteps, Sendable {
     private var segments: [Int64: [UInt8]] = [:]
 
     private enum Phase {
-        case start, keys, consent
+        case start, keys, consent, grants
         case tokens(Int), tokenCopies(Int), tokenKeys(Int)
         case locking(Int), retained(Int), events(Int), deliveries(Int), purchases(Int)
         case header(Int64)
@@ -59,7 +59,11 @@ struct Erasing: RowSteps, Sendable {
             return .fetch(ErasureStatements.consent.fetch([.text(customerId)]))
         case .consent:
             consented = try ErasureStatements.consent.decodeFirst(rows) != nil
-            guard !ownKeys.isEmpty || consented else { return .done(nil) }
+            phase = .grants
+            return .fetch(EntitlementStatements.grantsOfCustomer.fetch([.text(customerId)]))
+        case .grants:
+            let granted = !(try EntitlementStatements.grantsOfCustomer.decode(rows)).isEmpty
+            guard !ownKeys.isEmpty || consented || granted else { return .done(nil) }
             return try step(.tokens(0))
         case .tokens(let index):
             linked = try LedgerStatements.customersOfKey.decode(rows).filter { $0 != customerId }
@@ -97,7 +101,7 @@ struct Erasing: RowSteps, Sendable {
             if let segment = try InputStatements.header.decodeFirst(rows) { segments[id] = Array(segment.utf8) }
             return try headers()
         case .written:
-            return .done(CustomerErasure.Outcome(keys: keys, idInAppleData: idInAppleData))
+            return .done(CustomerErasure.Outcome(keys: keys.filter { $0 != Self.noKey }, idInAppleData: idInAppleData))
         }
     }
 
@@ -113,7 +117,9 @@ struct Erasing: RowSteps, Sendable {
         case .tokenKeys(let index) where index < tokens.count:
             return .fetch(LedgerStatements.keysOfCustomer.fetch([.text(tokens[index])]))
         case .tokenKeys:
-            keys = Array(Set(keys)).sorted()
+            // The empty key too: a named entitlement's events given by a grant belong to no
+            // purchase (``EntitlementEvent``); those naming the customer are redacted with the rest.
+            keys = Array(Set(keys + [Self.noKey])).sorted()
             return try step(dialect.locksRows ? .locking(0) : .retained(0))
         case .locking(let index) where index < keys.count:
             return .fetch(LedgerStatements.lockSubscription.fetch(LedgerStatements.key(keys[index])))
@@ -132,10 +138,13 @@ struct Erasing: RowSteps, Sendable {
             return .fetch(ErasureStatements.deliveriesOfKey.fetch(LedgerStatements.key(keys[index])))
         case .purchases(let index):
             return .fetch(ErasureStatements.purchasesOfKey.fetch(LedgerStatements.key(keys[index])))
-        case .start, .keys, .consent, .header, .written:
+        case .start, .keys, .consent, .grants, .header, .written:
             preconditionFailure("not a per-token or per-key phase")
         }
     }
+
+    /// The key of the events no purchase gives: a named entitlement's by a grant.
+    static let noKey = LedgerStatements.subscriptionKey("", "", "")
 
     /// Whether one of a key's transaction copies carries `token` as its `appAccountToken`.
     private static func carry(_ copies: [StoredJSON], token: String) -> Bool {
@@ -167,6 +176,7 @@ struct Erasing: RowSteps, Sendable {
         let erased = [customerId] + tokens
         var writes = erased.map { StoreWrite(ErasureStatements.unlink, [.text($0)]) }
         writes += erased.map { StoreWrite(ErasureStatements.deleteConsent, [.text($0)]) }
+        writes += erased.flatMap { id in EntitlementStatements.erasures.map { StoreWrite($0, [.text(id)]) } }
         let erasedSet = Set(erased)
         for (id, payload) in events.sorted(by: { $0.key < $1.key }) {
             if let redacted = try CustomerErasure.redacting(erasedSet, from: payload) {

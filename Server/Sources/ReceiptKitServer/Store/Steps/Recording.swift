@@ -12,6 +12,8 @@ import ReceiptKit
 /// 4. Its customers are linked, new input or replay.
 /// 5. For a new input, the feed's events, outbox rows and derived records (``Derivation``), and
 ///    the overview's counts (``CountStatements``).
+/// 6. With an entitlements file, its customers' named entitlements, new input or replay
+///    (``EntitlementDerivation``).
 struct Recording: RowSteps, Sendable {
     /// What recording did: whether the input was new, what it wrote to the feed, and the JWS
     /// headers it looked up or stored that the directory did not know (remembered once the
@@ -26,7 +28,11 @@ struct Recording: RowSteps, Sendable {
     let dialect: SQLDialect
     let targets: OutboxTargets
     let directory: HeaderDirectory
+    /// The named entitlements, when the server has an entitlements file: the input's customers'
+    /// are derived last (``EntitlementDerivation``).
+    let catalog: EntitlementCatalog?
     private var phase = Phase.start
+    private var entitled = false
     private var result = Result()
     /// The headers of ``VerifiedInput/headerSegments`` found so far, in order.
     private var referenced: [RawCompaction.Header] = []
@@ -45,6 +51,7 @@ struct Recording: RowSteps, Sendable {
         case folding(Int, Folding)
         case linked
         case deriving(Derivation)
+        case entitling(EntitlementDerivation)
         case finished
     }
 
@@ -53,8 +60,12 @@ struct Recording: RowSteps, Sendable {
         case start, selected, inserted, selectedAgain
     }
 
-    init(_ input: VerifiedInput, dialect: SQLDialect, targets: OutboxTargets, directory: HeaderDirectory) {
+    init(
+        _ input: VerifiedInput, dialect: SQLDialect, targets: OutboxTargets, directory: HeaderDirectory,
+        catalog: EntitlementCatalog? = nil
+    ) {
         self.input = input
+        self.catalog = catalog
         self.dialect = dialect
         self.targets = targets
         self.directory = directory
@@ -195,7 +206,30 @@ struct Recording: RowSteps, Sendable {
                     return .write(derived.writes + counted)
                 }
 
+            case .entitling(var derivation):
+                switch try derivation.nested(rows, in: Result.self) {
+                case .io(let io):
+                    phase = .entitling(derivation)
+                    return io
+                case .done(let derived):
+                    result.commit.merge(derived.commit)
+                    phase = .finished
+                    rows = []
+                    if !derived.writes.isEmpty { return .write(derived.writes) }
+                }
+
             case .finished:
+                // Whatever the input did (a new purchase, or a replay that links a customer to a
+                // key), its customers' named entitlements are derived last.
+                if let catalog, !entitled {
+                    entitled = true
+                    phase = .entitling(EntitlementDerivation(
+                        customers: input.orderedLinks.map(\.customerId), at: Timestamp(millisecondsSince1970: input.receivedAt),
+                        cause: input.cause, recordedAt: input.receivedAt, targets: targets, catalog: catalog, written: written,
+                        customersOf: result.isNew ? input.orderedKeys : []))
+                    rows = []
+                    continue
+                }
                 return .done(result)
             }
         }

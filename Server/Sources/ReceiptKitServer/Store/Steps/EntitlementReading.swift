@@ -1,0 +1,143 @@
+import ReceiptKit
+
+/// What a customer's named entitlements are derived from, in one snapshot: the states of the keys
+/// linked to the customer at an instant (``Evaluation``) and its grants. With `namedProductsOnly`,
+/// only keys whose product an entitlement names (or whose product is not derived yet) are
+/// evaluated: a customer's thousand consumables cost nothing when an app asks for "pro".
+struct EntitlementReading: RowSteps, Sendable {
+    let customerId: String
+    let instant: Timestamp
+    /// Only keys whose derived product this catalog names, when given.
+    let namedProductsOf: EntitlementCatalog?
+    private var phase = Phase.start
+    private var keys: [SubscriptionKey] = []
+    private var states: [SubscriptionState] = []
+
+    private enum Phase {
+        case start, keyed
+        case evaluating(Int, Evaluation?)
+        case grants
+    }
+
+    init(customerId: String, at instant: Timestamp, namedProductsOf catalog: EntitlementCatalog?) {
+        self.customerId = customerId
+        self.instant = instant
+        namedProductsOf = catalog
+    }
+
+    mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<(states: [SubscriptionState], grants: [StoredGrant])> {
+        var rows = rows
+        while true {
+            switch phase {
+            case .start:
+                phase = .keyed
+                return .fetch(EntitlementStatements.keysWithProductOfCustomer.fetch([.text(customerId)]))
+            case .keyed:
+                let catalog = namedProductsOf
+                keys = try EntitlementStatements.keysWithProductOfCustomer.decode(rows)
+                    .filter { row in catalog.map { catalog in row.productId.map { !catalog.names(forProductId: $0).isEmpty } ?? true } ?? true }
+                    .map(\.key).sorted()
+                phase = .evaluating(0, nil)
+                rows = []
+            case .evaluating(let index, let running):
+                guard index < keys.count else {
+                    phase = .grants
+                    return .fetch(EntitlementStatements.grantsOfCustomer.fetch([.text(customerId)]))
+                }
+                var evaluation = running ?? Evaluation(key: keys[index], at: instant)
+                switch try evaluation.nested(running == nil ? [] : rows, in: (states: [SubscriptionState], grants: [StoredGrant]).self) {
+                case .io(let io):
+                    phase = .evaluating(index, evaluation)
+                    return io
+                case .done(let state):
+                    if let state { states.append(state) }
+                    phase = .evaluating(index + 1, nil)
+                    rows = []
+                }
+            case .grants:
+                return .done((states, try EntitlementStatements.grantsOfCustomer.decode(rows)))
+            }
+        }
+    }
+}
+
+/// A grant made or ended by hand, and the customer's named entitlements derived after it, in
+/// one transaction: an end is written only to a grant of the customer not ended yet.
+struct Granting: RowSteps, Sendable {
+    enum Change: Sendable {
+        case make(StoredGrant)
+        case end(grantId: String, at: Int64, by: String)
+    }
+
+    let customerId: String
+    let change: Change
+    let instant: Timestamp
+    let targets: OutboxTargets
+    let catalog: EntitlementCatalog
+    private var phase = Phase.start
+    private var grant: StoredGrant?
+    private var commit = FeedCommit()
+
+    private enum Phase {
+        case start, read, written
+        case deriving(EntitlementDerivation)
+        case reread
+    }
+
+    init(customerId: String, change: Change, at instant: Timestamp, targets: OutboxTargets, catalog: EntitlementCatalog) {
+        self.customerId = customerId
+        self.change = change
+        self.instant = instant
+        self.targets = targets
+        self.catalog = catalog
+    }
+
+    /// The grant as stored after the change (`nil`: the customer has no grant with that id), and
+    /// what the commit wrote to the feed.
+    mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<(grant: StoredGrant?, commit: FeedCommit)> {
+        var rows = rows
+        while true {
+            switch phase {
+            case .start:
+                switch change {
+                case .make(let grant):
+                    self.grant = grant
+                    phase = .written
+                    return .write([EntitlementStatements.grantWrite(grant)])
+                case .end(let grantId, _, _):
+                    phase = .read
+                    return .fetch(EntitlementStatements.grant.fetch([.text(customerId), .text(grantId)]))
+                }
+            case .read:
+                guard let stored = try EntitlementStatements.grant.decodeFirst(rows), case .end(let grantId, let at, let by) = change else {
+                    return .done((nil, commit))
+                }
+                guard stored.endedAt == nil else { return .done((stored, commit)) }
+                var ended = stored
+                ended.endedAt = at
+                ended.endedBy = by
+                grant = ended
+                phase = .written
+                return .write([StoreWrite(EntitlementStatements.endGrant, [.integer(at), .text(by), .text(customerId), .text(grantId)])])
+            case .written:
+                phase = .deriving(EntitlementDerivation(
+                    customers: [customerId], at: instant, cause: EventCause(source: .grant), recordedAt: instant.millisecondsSince1970,
+                    targets: targets, catalog: catalog))
+                rows = []
+            case .deriving(var derivation):
+                switch try derivation.nested(rows, in: (grant: StoredGrant?, commit: FeedCommit).self) {
+                case .io(let io):
+                    phase = .deriving(derivation)
+                    return io
+                case .done(let derived):
+                    commit = derived.commit
+                    phase = .reread
+                    if !derived.writes.isEmpty { return .write(derived.writes) }
+                    rows = []
+                }
+            case .reread:
+                return .done((grant, commit))
+            }
+        }
+    }
+}

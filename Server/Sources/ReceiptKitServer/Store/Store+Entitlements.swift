@@ -1,0 +1,74 @@
+package import ReceiptKit
+
+/// Named entitlements: what they are derived from, grants made and ended by hand, the sweep of
+/// customers whose entitlements time alone changes, and the product types a file is checked
+/// against.
+extension Store {
+    /// A customer's states at an instant and its grants, in one snapshot (``EntitlementReading``).
+    ///
+    /// - Parameter namedProductsOf: Only the keys whose product this catalog names are evaluated
+    ///   (an app's poll of one entitlement now); `nil`: every key (the customer's whole answer, or
+    ///   an `as_of` in the past, when a key's product may have been another).
+    package func entitlementSources(
+        customerId: String, at instant: Timestamp, namedProductsOf catalog: EntitlementCatalog? = nil
+    ) async throws -> (states: [SubscriptionState], grants: [StoredGrant]) {
+        try await backend.read(EntitlementReading(customerId: customerId, at: instant, namedProductsOf: catalog))
+    }
+
+    /// Stores a grant and derives the customer's entitlements after it (its events), in one
+    /// transaction.
+    package func makeGrant(_ grant: StoredGrant, catalog: EntitlementCatalog) async throws {
+        let instant = Timestamp(millisecondsSince1970: grant.grantedAt)
+        let made = try await backend.write(Granting(
+            customerId: grant.customerId, change: .make(grant), at: instant, targets: feed.targets, catalog: catalog))
+        feed.tell(made.commit)
+    }
+
+    /// Ends a grant now, if it has not ended, and derives the customer's entitlements after it.
+    ///
+    /// - Returns: The grant as stored after it (already ended: as it was); `nil` when the
+    ///   customer has no grant with that id.
+    package func endGrant(
+        customerId: String, grantId: String, at instant: Timestamp, by name: String, catalog: EntitlementCatalog
+    ) async throws -> StoredGrant? {
+        let ended = try await backend.write(Granting(
+            customerId: customerId, change: .end(grantId: grantId, at: instant.millisecondsSince1970, by: name), at: instant,
+            targets: feed.targets, catalog: catalog))
+        feed.tell(ended.commit)
+        return ended.grant
+    }
+
+    /// A customer's grants, oldest first.
+    package func grants(customerId: String) async throws -> [StoredGrant] {
+        try await backend.rows(EntitlementStatements.grantsOfCustomer, [.text(customerId)])
+    }
+
+    /// Writes the named-entitlement events time alone caused: each customer whose
+    /// `next_change_at` has passed by `now` (at most `limit`, soonest first) is derived at each
+    /// instant its entitlements may have changed, in a transaction of its own
+    /// (``EntitlementSweeping``).
+    package func sweepEntitlements(now: Timestamp, limit: Int, catalog: EntitlementCatalog) async throws -> SweepReport {
+        let due = try await backend.rows(EntitlementStatements.dueCustomers, [.integer(now.millisecondsSince1970), .integer(Int64(limit))])
+        var report = SweepReport(due: due.count)
+        for customerId in due {
+            let swept = try await backend.write(EntitlementSweeping(customerId: customerId, now: now, targets: feed.targets, catalog: catalog))
+            report.swept += swept.swept ? 1 : 0
+            report.events += swept.commit.events.count
+            feed.tell(swept.commit)
+        }
+        return report
+    }
+
+    /// The type (as the transaction record writes it) of each of these products the store has a
+    /// purchase of, read from one purchase's state.
+    package func productTypes(of productIds: some Sequence<String>, at instant: Timestamp) async throws -> [String: String] {
+        var types: [String: String] = [:]
+        for productId in Set(productIds) {
+            guard let key = try await backend.first(EntitlementStatements.keyOfProduct, [.text(productId)]),
+                let type = try await state(of: key, at: instant)?.productType
+            else { continue }
+            types[productId] = type
+        }
+        return types
+    }
+}
