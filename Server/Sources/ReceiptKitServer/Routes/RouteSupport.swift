@@ -159,6 +159,16 @@ struct Entitlements: Encodable {
         case asOf = "as_of"
         case entitled, subscriptions, entitlements
     }
+
+    /// `entitlements` only with an entitlements file: a server without one answers as before.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(customerId, forKey: .customerId)
+        try container.encode(asOf, forKey: .asOf)
+        try container.encode(entitled, forKey: .entitled)
+        try container.encode(subscriptions, forKey: .subscriptions)
+        if let entitlements { try container.encode(entitlements, forKey: .entitlements) }
+    }
 }
 
 /// The `?bundle_id=…&environment=…` a route takes to select among a customer's or an id's
