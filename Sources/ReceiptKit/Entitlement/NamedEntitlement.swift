@@ -9,7 +9,8 @@ public struct EntitlementGrant: Sendable, Hashable {
     public let grantedAt: Timestamp
     /// When it runs out; `nil` for a lifetime grant.
     public let expiresDate: Timestamp?
-    /// When it was ended by hand, if it was.
+    /// When it was ended by hand, if it was: the end counts from then, so an evaluation at an
+    /// earlier instant sees the grant running to its expiry.
     public let endedAt: Timestamp?
 
     public init(id: String, entitlement: String, grantedAt: Timestamp, expiresDate: Timestamp?, endedAt: Timestamp? = nil) {
@@ -102,15 +103,17 @@ extension EntitlementCatalog {
     /// The rules (`docs/entitlements.md`, continuing those of `docs/entitlement-state.md`):
     ///
     /// 7. An auto-renewable subscription entitles while ``SubscriptionStatus/isEntitled``
-    ///    (active or in a grace period), until its period's end (the grace period's end while in
-    ///    one). Upgrades within its group are the same key: no gap.
+    ///    (active or in a grace period), until its period's end (the grace period's end when one
+    ///    follows it; the revocation when it is refunded). Upgrades within its group are the same
+    ///    key: no gap.
     /// 8. A non-consumable entitles while owned: from its purchase, with no end, until revoked
     ///    (refunded, or Family Sharing withdrawn).
     /// 9. A non-renewing subscription entitles for its product's `duration` from its purchase;
     ///    several stack end to end (a pass bought while another runs starts when it ends). A
     ///    revoked pass gives nothing; a product without a duration gives nothing.
     /// 10. A consumable never entitles (it is still a purchase the customer owns).
-    /// 11. A grant entitles from when it was made until its expiry or its end by hand, or for good.
+    /// 11. A grant entitles from when it was made until its expiry or its end by hand, or for good;
+    ///     at an instant before its end by hand, it runs to its expiry.
     /// 12. A purchase counts for the entitlements its product unlocks and, when the catalog has
     ///     `apps`, only those listed for the purchase's app. Family-shared copies count like the
     ///     purchaser's. An entitlement is active when any source is; the one that ends latest is
@@ -118,7 +121,8 @@ extension EntitlementCatalog {
     ///     greater product id, original transaction id, grant id). An inactive one names the
     ///     source that ended last.
     ///
-    /// The answer depends on the states and grants alone, in any order.
+    /// The answer depends on the states and grants alone, in any order; a state or grant given
+    /// twice counts once.
     ///
     /// - Parameters:
     ///   - states: The customer's subscription states at `instant`.
@@ -133,7 +137,9 @@ extension EntitlementCatalog {
         let selected = bundleId.map { names(forBundleId: $0) } ?? names
         var candidates: [String: [Candidate]] = [:]
         var passes: [String: [(state: SubscriptionState, duration: EntitlementDuration)]] = [:]
-        for state in states where bundleId == nil || state.key.bundleId == bundleId {
+        // A state given twice counts once: a pass must not stack behind itself.
+        var seen = Set<SubscriptionState>()
+        for state in states where (bundleId == nil || state.key.bundleId == bundleId) && seen.insert(state).inserted {
             guard let productId = state.productId else { continue }
             let unlocked = names(forProductId: productId)
             guard !unlocked.isEmpty else { continue }
@@ -171,9 +177,16 @@ extension EntitlementCatalog {
         }
     }
 
-    /// Rule 7.
+    /// Rule 7: access ends at the period's end, or at the grace period's end when one followed it,
+    /// or at the revocation.
     private static func subscription(_ state: SubscriptionState, at instant: Timestamp) -> Candidate {
-        let end = state.status == .gracePeriod ? state.gracePeriodExpiresDate ?? state.expiresDate : state.expiresDate
+        let end: Timestamp?
+        switch state.status {
+        case .active: end = state.expiresDate
+        case .revoked: end = state.revocationDate ?? state.expiresDate
+        case .gracePeriod, .billingRetry, .expired:
+            end = [state.expiresDate, state.gracePeriodExpiresDate].compactMap { $0 }.max()
+        }
         return Candidate(
             source: .subscription, start: state.purchaseDate ?? instant, end: end, isActive: state.isEntitled, state: state,
             grant: nil, status: state.status, boundaries: state.statusMayChangeAt.map { [$0] } ?? [])
@@ -227,14 +240,16 @@ extension EntitlementCatalog {
         }
     }
 
-    /// Rule 11.
+    /// Rule 11. An end by hand counts from when it was made, as the grant itself does: before
+    /// it, the grant runs to its expiry.
     private static func granted(_ grant: EntitlementGrant, at instant: Timestamp) -> Candidate {
-        let end = grant.end
+        let ended = grant.endedAt.map { $0 <= instant } == true
+        let end = ended ? grant.end : grant.expiresDate
         let running = end.map { instant < $0 } ?? true
-        let status: SubscriptionStatus = running ? .active : grant.endedAt.map { $0 <= instant && $0 == end } == true ? .revoked : .expired
+        let status: SubscriptionStatus = running ? .active : ended && grant.endedAt == end ? .revoked : .expired
         return Candidate(
             source: .grant, start: grant.grantedAt, end: end, isActive: running, state: nil, grant: grant, status: status,
-            boundaries: end.map { [$0] } ?? [])
+            boundaries: [end, grant.endedAt].compactMap { $0 })
     }
 
     /// Rule 12: the answer for one entitlement from its candidates.
