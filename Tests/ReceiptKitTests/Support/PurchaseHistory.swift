@@ -17,6 +17,9 @@ struct PurchaseHistory {
     let signer: TestSigner
     let verifier: AppStoreVerifier
     var environment = "Sandbox"
+    /// The app the transactions and notifications name (``verifier`` accepts only
+    /// ``bundleId``'s: verify another app's with a verifier of your own).
+    var app = Self.bundleId
 
     init() throws {
         signer = try TestSigner.standard()
@@ -36,7 +39,7 @@ struct PurchaseHistory {
         ownership: String = "PURCHASED", appAccountToken: String? = nil, group: String? = "21581234"
     ) throws -> String {
         var payload: [String: Any] = [
-            "transactionId": id, "originalTransactionId": original, "bundleId": Self.bundleId,
+            "transactionId": id, "originalTransactionId": original, "bundleId": app,
             "productId": product, "type": type, "purchaseDate": Self.day(purchased).millisecondsSince1970,
             "originalPurchaseDate": Self.day(purchased).millisecondsSince1970, "quantity": 1,
             "inAppOwnershipType": ownership, "signedDate": Self.day(signed).millisecondsSince1970,
@@ -78,7 +81,7 @@ struct PurchaseHistory {
         type: String, subtype: String? = nil, uuid: String = UUID().uuidString, signed: Double?,
         transaction: String?, renewalInfo: String? = nil, status: Int? = nil
     ) throws -> String {
-        var data: [String: Any] = ["bundleId": Self.bundleId, "environment": environment, "appAppleId": 1_234_567_890]
+        var data: [String: Any] = ["bundleId": app, "environment": environment, "appAppleId": 1_234_567_890]
         data["signedTransactionInfo"] = transaction
         data["signedRenewalInfo"] = renewalInfo
         data["status"] = status
