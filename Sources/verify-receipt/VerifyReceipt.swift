@@ -91,6 +91,9 @@ struct VerifyReceipt: ParsableCommand {
     @Option(name: .customLong("as-of"), help: ArgumentHelp("With --state: the instant the state is evaluated at, 'now' (default) or an ISO 8601 instant such as 2025-01-01T00:00:00Z.", valueName: "time"))
     var asOf: String?
 
+    @Option(name: .customLong("entitlements"), help: ArgumentHelp("With --state: after the state lines, one line per app account token with its named entitlements (\"pro\", \"remove_ads\") by this entitlements file, sorted by token; states without a token are in no such line.", valueName: "file"))
+    var entitlementsPath: String?
+
     /// Reads, verifies, writes and counts every input. It is the one place that wires the
     /// command's parts (renderer, pipeline or single job, ledger, progress) together, which is why
     /// it is longer than the parts it calls.
@@ -98,7 +101,8 @@ struct VerifyReceipt: ParsableCommand {
         guard jobs >= 1, jobs <= 1024 else { throw ValidationError("--jobs must be between 1 and 1024") }
         let verifier = try makeVerifier()
         let forcedKind = try parseKind()
-        let stateOutput = try openStateOutput()
+        let entitlements = try readEntitlements()
+        let stateOutput = try openStateOutput(entitlements: entitlements)
         let sources = try openSources()
         let lineLimit = self.lineLimit
         let renderer = Renderer(
@@ -289,9 +293,27 @@ struct VerifyReceipt: ParsableCommand {
         return apps
     }
 
+    /// Reads `--entitlements` before the state file is created, so a bad file is a usage error
+    /// that leaves nothing behind.
+    private func readEntitlements() throws -> EntitlementsOutput? {
+        guard let entitlementsPath else { return nil }
+        guard statePath != nil else {
+            throw ValidationError("--entitlements applies to --state; give --state PATH too")
+        }
+        guard let data = FileManager.default.contents(atPath: entitlementsPath) else {
+            Self.complain("verify-receipt: cannot read the entitlements file \(entitlementsPath)")
+            throw ExitCode(66)
+        }
+        do {
+            return EntitlementsOutput(catalog: try EntitlementCatalog(jsonBytes: Array(data)), path: entitlementsPath)
+        } catch {
+            throw ValidationError("--entitlements \(entitlementsPath): \(error.reason)")
+        }
+    }
+
     /// Parses `--state` and `--as-of`, and creates the state file up front, so an unwritable path
     /// is reported before any input is read.
-    private func openStateOutput() throws -> StateOutput? {
+    private func openStateOutput(entitlements: EntitlementsOutput?) throws -> StateOutput? {
         guard let statePath else {
             if asOf != nil { throw ValidationError("--as-of applies to --state; give --state PATH too") }
             return nil
@@ -305,13 +327,13 @@ struct VerifyReceipt: ParsableCommand {
             }
             instant = parsed
         }
-        if statePath == "-" { return StateOutput(descriptor: 1, asOf: instant) }
+        if statePath == "-" { return StateOutput(descriptor: 1, asOf: instant, entitlements: entitlements) }
         let descriptor = open(statePath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard descriptor >= 0 else {
             Self.complain("verify-receipt: cannot create \(statePath): \(String(cString: strerror(errno)))")
             throw ExitCode(73)
         }
-        return StateOutput(descriptor: descriptor, asOf: instant)
+        return StateOutput(descriptor: descriptor, asOf: instant, entitlements: entitlements)
     }
 
     private func makeRevocationPolicy() throws -> RevocationPolicy {
@@ -390,22 +412,59 @@ struct InputSource {
     }
 }
 
+/// The entitlements file `--entitlements` names, read.
+struct EntitlementsOutput {
+    let catalog: EntitlementCatalog
+    /// The file's path, as given.
+    let path: String
+}
+
 /// Where `--state` writes the states: a file, or standard output in place of the records.
 struct StateOutput {
     let descriptor: Int32
     /// The instant the states are evaluated at (`--as-of`).
     let asOf: Timestamp
+    /// With `--entitlements`: a line per app account token follows the states.
+    let entitlements: EntitlementsOutput?
 
     /// Whether the states go to standard output, instead of the per-input records.
     var replacesRecords: Bool { descriptor == 1 }
 
     /// Writes the ledger's states at ``asOf``, one per line, and closes the file; a state at a
-    /// time, so a million keys take no more memory than one.
+    /// time, so a million keys take no more memory than one. With ``entitlements``, the states
+    /// that carry an app account token are kept, and after them comes one line per token, sorted
+    /// (by their UTF-8 bytes): its customer's entitlements. What the file says that the products'
+    /// types contradict is a warning on standard error.
     func write(_ ledger: EntitlementLedger) throws {
         var output = StandardOutput(descriptor: descriptor)
+        var customers: [String: [SubscriptionState]] = [:]
+        var productTypes: [String: String] = [:]
         for key in ledger.keys {
             guard let state = ledger.state(for: key, at: asOf) else { continue }
             output.writeLine { state.appendJSON(to: &$0) }
+            guard entitlements != nil else { continue }
+            if let token = state.appAccountToken { customers[token, default: []].append(state) }
+            if let product = state.productId, let type = state.productType, productTypes[product] == nil {
+                productTypes[product] = type
+            }
+        }
+        if let entitlements {
+            for reason in entitlements.catalog.contradictions(productTypes: productTypes) {
+                VerifyReceipt.complain("verify-receipt: warning: --entitlements \(entitlements.path): \(reason)")
+            }
+            for token in customers.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                let answers = entitlements.catalog.entitlements(of: customers[token] ?? [], at: asOf)
+                output.writeLine { buffer in
+                    JSONWriter.append(to: &buffer, pretty: false) { writer in
+                        writer.object { json in
+                            json.member("app_account_token", token)
+                            json.member("as_of", asOf)
+                            json.member("entitled", answers.contains(where: \.isActive))
+                            json.member("entitlements") { NamedEntitlement.write(answers, to: &$0) }
+                        }
+                    }
+                }
+            }
         }
         output.flush()
         if descriptor != 1 {

@@ -323,15 +323,19 @@ extension NamedEntitlement {
     /// - Parameter entitlements: The answers, in the order to write them.
     public static func json(_ entitlements: [NamedEntitlement]) -> String {
         var bytes: [UInt8] = []
-        JSONWriter.append(to: &bytes, pretty: false) { writer in
-            writer.object { json in
-                for entitlement in entitlements {
-                    json.member(JSONKey(entitlement.name)) { json in
-                        json.object { json in entitlement.write(to: &json) }
-                    }
+        JSONWriter.append(to: &bytes, pretty: false) { writer in write(entitlements, to: &writer) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Writes the object of ``json(_:)`` as a value being written (`verify-receipt`'s line per
+    /// customer holds it).
+    package static func write(_ entitlements: [NamedEntitlement], to json: inout JSONWriter) {
+        json.object { json in
+            for entitlement in entitlements {
+                json.member(JSONKey(entitlement.name)) { json in
+                    json.object { json in entitlement.write(to: &json) }
                 }
             }
         }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
