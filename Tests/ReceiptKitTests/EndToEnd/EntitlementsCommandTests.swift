@@ -117,6 +117,33 @@ struct EntitlementsCommandTests {
         #expect(state.text == (try Self.expectedLines(records)).map { $0 + "\n" }.joined())
     }
 
+    @Test("the example of docs/entitlements.md")
+    func documentedExample() throws {
+        let page = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("docs/entitlements.md"), encoding: .utf8)
+        let section = try #require(page.components(separatedBy: "\n## verify-receipt --entitlements\n").dropFirst().first?
+            .components(separatedBy: "\n## ").first)
+        let blocks = section.components(separatedBy: "```json\n").dropFirst().compactMap {
+            $0.components(separatedBy: "\n```").first
+        }
+        try #require(blocks.count == 2, "the section shows the file and the line")
+        let history = try PurchaseHistory()
+        let records = [
+            try history.transactionJWS(id: "1001", original: "1001", purchased: 0, expires: 30, signed: 0,
+                                       appAccountToken: Self.first),
+            try history.renewalInfoJWS(original: "1001", signed: 0, renewal: 30),
+            try history.transactionJWS(id: "3001", original: "3001", product: Self.pass30, type: "Non-Renewing Subscription",
+                                       purchased: 10, expires: nil, signed: 10, appAccountToken: Self.first),
+        ]
+        let catalog = try Self.file(blocks[0])
+        let run = try CLI.run(Self.root + ["--state", "-", "--as-of", Self.asOf, "--entitlements", catalog.path],
+                              stdin: records.joined(separator: "\n"))
+        #expect(run.status == 0)
+        #expect(run.stderr.isEmpty, "the documented file contradicts nothing")
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3, "two state lines and the customer's")
+        #expect(lines.last == blocks[1])
+    }
+
     @Test("a bad file is a usage error naming the file and the library's reason, before anything is written")
     func badFile() throws {
         let text = """
