@@ -289,7 +289,7 @@ struct NamedEntitlementServerTests {
                     Issue.record("a duration on an auto-renewable subscription was accepted")
                 } catch let error as ConfigurationError {
                     #expect(error.message.contains("bad.json"))
-                    #expect(error.message.contains("\(Payloads.productId) (under pro) is a auto renewable subscription"), "\(error)")
+                    #expect(error.message.contains("\(Payloads.productId) (under pro) is an auto renewable subscription"), "\(error)")
                     #expect(error.message.contains("\(Self.coins) (under coins) is a consumable"), "\(error)")
                 }
             }
