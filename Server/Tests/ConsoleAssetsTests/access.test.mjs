@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { allows, createAccess, SCOPES } from '../../Sources/ReceiptKitServer/Console/Assets/access.mjs';
+import { allows, createAccess, runAction, SCOPES } from '../../Sources/ReceiptKitServer/Console/Assets/access.mjs';
 
 describe('allows', () => {
   test('each scope allows what it and the scopes before it allow, nothing after', () => {
@@ -53,5 +53,33 @@ describe('createAccess', () => {
     await assert.rejects(access.scope(), /offline/);
     assert.equal(await access.scope(), 'admin');
     assert.equal(asked.length, 2);
+  });
+});
+
+describe('runAction', () => {
+  const parts = () => ({ button: { disabled: false }, status: { className: '', textContent: '' } });
+
+  test('the control is disabled while the request runs, and the line says so; then the sentence answered', async () => {
+    const { button, status } = parts();
+    let during = null;
+    await runAction(button, status, 'Grant', async () => {
+      during = [button.disabled, status.className, status.textContent];
+      return 'Granted.';
+    });
+    assert.deepEqual(during, [true, 'action-status muted', 'Grant…']);
+    assert.deepEqual([button.disabled, status.className, status.textContent], [false, 'action-status muted', 'Granted.']);
+  });
+
+  test('null (the view is drawn again) writes nothing more', async () => {
+    const { button, status } = parts();
+    await runAction(button, status, 'End grant', async () => null);
+    assert.deepEqual([button.disabled, status.textContent], [false, 'End grant…']);
+  });
+
+  test('a refusal is written with the API\'s reason, as an error, and does not reject', async () => {
+    const { button, status } = parts();
+    await runAction(button, status, 'Grant', async () => { throw new Error('duration: "1 month" is not ISO 8601'); });
+    assert.deepEqual([button.disabled, status.className, status.textContent],
+      [false, 'action-status error', 'Grant failed: duration: "1 month" is not ISO 8601']);
   });
 });

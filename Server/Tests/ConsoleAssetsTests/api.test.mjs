@@ -39,6 +39,16 @@ describe('apiClient', () => {
     assert.equal('method' in requests[1].init, false);
   });
 
+  test('an action with a body sends it as JSON, saying so', async () => {
+    const { fetch, requests } = recordingFetch({ status: 201, body: { grant_id: 'g' } });
+    const { api } = client(fetch, 's3cret');
+    const body = { entitlement: 'pro', duration: 'P1M', reason: '<b>"x"</b>' };
+    assert.deepEqual(await api('/v1/customers/c/grants', { method: 'POST', body }), { grant_id: 'g' });
+    assert.equal(requests[0].init.method, 'POST');
+    assert.deepEqual(JSON.parse(requests[0].init.body), body);
+    assert.deepEqual(requests[0].init.headers, { Accept: 'application/json', Authorization: 'Bearer s3cret', 'Content-Type': 'application/json' });
+  });
+
   test('a request carries the token as a bearer, asks for JSON, and sends no cookie, uses no cache, follows no redirect', async () => {
     const { fetch, requests } = recordingFetch({ status: 200, body: { as_of: 'x' } });
     const { api } = client(fetch, 's3cret');

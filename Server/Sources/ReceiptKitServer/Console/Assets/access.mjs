@@ -58,21 +58,34 @@ export function actionBar(scope, actions) {
   const status = el('p', { class: 'action-status', role: 'status' });
   const buttons = allowed.map((action) => {
     const button = el('button', { class: 'action quiet', type: 'button', 'data-action': action.name }, action.label);
-    button.addEventListener('click', async () => {
-      button.disabled = true;
-      status.className = 'action-status muted';
-      status.textContent = action.label + '…';
-      try {
-        const sentence = await action.run();
-        if (sentence !== null) status.textContent = sentence;
-      } catch (error) {
-        status.className = 'action-status error';
-        status.textContent = action.label + ' failed: ' + error.message;
-      } finally {
-        button.disabled = false;
-      }
-    });
+    button.addEventListener('click', () => runAction(button, status, action.label, action.run));
     return button;
   });
   return el('div', { class: 'actions' }, buttons, status);
+}
+
+/**
+ * Runs an action from the control that started it: the control disabled until it is done, the
+ * outcome written in its status line (`LABEL…`, then the sentence `run` answers, or
+ * `LABEL failed: ` and the API's reason, in `.error`).
+ * @param {{disabled: boolean}} control The button (a form's submit button for a form).
+ * @param {{className: string, textContent: string}} status The line that tells the outcome.
+ * @param {string} label The action's name in words.
+ * @param {() => Promise<string | null>} run Makes the request and answers the sentence to show
+ *   (`null`: the view is drawn again, so nothing is written).
+ * @returns {Promise<void>} Settled once the action is done; never rejects.
+ */
+export async function runAction(control, status, label, run) {
+  control.disabled = true;
+  status.className = 'action-status muted';
+  status.textContent = label + '…';
+  try {
+    const sentence = await run();
+    if (sentence !== null) status.textContent = sentence;
+  } catch (error) {
+    status.className = 'action-status error';
+    status.textContent = label + ' failed: ' + error.message;
+  } finally {
+    control.disabled = false;
+  }
 }

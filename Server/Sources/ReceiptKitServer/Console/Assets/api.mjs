@@ -1,6 +1,6 @@
 // The API client: requests to this server's /v1/* routes (GET, and the actions' POST and
-// DELETE), with the operator's token as `Authorization: Bearer …` and nothing else (no cookie, no
-// cache, no redirect followed).
+// DELETE, a grant's with a JSON body), with the operator's token as `Authorization: Bearer …` and
+// nothing else (no cookie, no cache, no redirect followed).
 // Tested by Server/Tests/ConsoleAssetsTests/api.test.mjs with a fetch of its own.
 
 /** An answer other than 2xx: its HTTP status and the API's error code and reason. */
@@ -24,18 +24,22 @@ export class APIError extends Error {
  * @param {() => string | null} options.token The token to send now, if any.
  * @param {(message: string) => void} options.unauthorized Told when the server refuses the token
  *   (401), with a sentence that says so.
- * @returns {(path: string, options?: {method?: string}) => Promise<any>} Given a path
- *   (`/v1/overview`) and a method other than GET for an action (`{method: 'POST'}`, sent with no
- *   body), the answer's JSON. Rejects with an {@link APIError} for an answer other than 2xx, and
- *   with fetch's error when no answer came.
+ * @returns {(path: string, options?: {method?: string, body?: object}) => Promise<any>} Given a
+ *   path (`/v1/overview`) and, for an action, a method other than GET (`{method: 'POST'}`) and
+ *   the object to send as its JSON body, if any, the answer's JSON. Rejects with an
+ *   {@link APIError} for an answer other than 2xx, and with fetch's error when no answer came.
  */
 export function apiClient({ fetch, token, unauthorized }) {
-  return async function api(path, { method = 'GET' } = {}) {
+  return async function api(path, { method = 'GET', body: sent } = {}) {
     const headers = { Accept: 'application/json' };
     const bearer = token();
     if (bearer) headers.Authorization = 'Bearer ' + bearer;
     const init = { headers, cache: 'no-store', credentials: 'omit', redirect: 'error' };
     if (method !== 'GET') init.method = method;
+    if (sent !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(sent);
+    }
     const response = await fetch(path, init);
     let body = null;
     try { body = await response.json(); } catch (_) { body = null; }
