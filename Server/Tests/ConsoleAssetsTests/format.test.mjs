@@ -4,8 +4,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { inEachTimeZone, ZONES } from './support.mjs';
 import {
-  duration, entitlementReason, fieldText, instant, isFreeTrial, markLabel, notificationKind, periodLabel, recordKind,
-  recordTitle, retentionAnswer, spanLabel, stateSentence, statusWords, STATUSES, when,
+  activeEntitlements, doneBy, duration, entitlementReason, entitlementSource, entitlementUntil, fieldText, grantLength, grantState,
+  grantStateWords, instant, isFreeTrial, markLabel, notificationKind, periodLabel, recordKind, recordTitle, retentionAnswer,
+  spanLabel, stateSentence, statusWords, STATUSES, when,
 } from '../../Sources/ReceiptKitServer/Console/Assets/format.mjs';
 
 describe('instant', () => {
@@ -201,5 +202,74 @@ describe('retentionAnswer', () => {
 
   test('shows a kind it does not know as it is', () => {
     assert.equal(retentionAnswer({ kind: 'upsell', message_id: null, product_id: null, offer_id: null }), 'upsell');
+  });
+});
+
+describe('named entitlements', () => {
+  const none = { active: false, expires_date: null, source: null, product_id: null, original_transaction_id: null, grant_id: null,
+    status: null, will_renew: null };
+  const subscription = { ...none, active: true, expires_date: '2025-11-01T12:00:00.000Z', source: 'subscription',
+    product_id: 'premium.monthly', original_transaction_id: '7000', status: 'active', will_renew: true };
+  const granted = { ...none, active: true, expires_date: '2025-11-15T08:00:00.000Z', source: 'grant', grant_id: 'g-1' };
+
+  test('those active now, in the answer\'s order; none', () => {
+    assert.equal(activeEntitlements({ pro: subscription, remove_ads: none, extra: granted }), 'Named entitlements active now: pro, extra.');
+    assert.equal(activeEntitlements({ pro: none }), 'No named entitlement is active now.');
+    assert.equal(activeEntitlements({}), 'No named entitlement is active now.');
+  });
+
+  test('until when: an end, no end, the last end, never given', () => {
+    assert.equal(entitlementUntil(subscription), 'until 2025-11-01 12:00 UTC');
+    assert.equal(entitlementUntil({ ...granted, expires_date: null }), 'no end');
+    assert.equal(entitlementUntil({ ...subscription, active: false, status: 'revoked', expires_date: '2025-09-19T12:00:00.000Z' }),
+      'ended 2025-09-19 12:00 UTC');
+    assert.equal(entitlementUntil(none), 'never given');
+    assert.equal(entitlementUntil({ ...none, source: 'purchase' }), '—');
+  });
+
+  test('what gives it: a subscription with its status, a purchase, a pass, nothing', () => {
+    assert.equal(entitlementSource(subscription), 'Subscription 7000 · premium.monthly · active');
+    assert.equal(entitlementSource({ ...subscription, status: 'grace_period', will_renew: false }),
+      'Subscription 7000 · premium.monthly · grace period, will not renew');
+    assert.equal(entitlementSource({ ...none, source: 'purchase', product_id: 'pro.lifetime', original_transaction_id: '7100' }),
+      'Purchase 7100 · pro.lifetime');
+    assert.equal(entitlementSource({ ...none, source: 'pass', product_id: 'pass.30d', original_transaction_id: '7200' }), 'Pass 7200 · pass.30d');
+    assert.equal(entitlementSource(none), '—');
+    assert.equal(entitlementSource({ ...none, source: 'family' }), 'family');
+    assert.equal(entitlementSource({ ...none, source: 'constructor' }), 'constructor');
+  });
+
+  test('a grant by when and by whom it was made, or by its id when the grants do not have it', () => {
+    const grants = [{ grant_id: 'g-0', granted_at: '2025-10-01T00:00:00.000Z', granted_by: 'ops' },
+      { grant_id: 'g-1', granted_at: '2025-10-15T08:02:30.000Z', granted_by: 'support' }];
+    assert.equal(entitlementSource(granted, grants), 'Grant of 2025-10-15 08:02 UTC by support');
+    assert.equal(entitlementSource(granted), 'Grant g-1');
+    assert.equal(entitlementSource({ ...granted, grant_id: 'g-9' }, grants), 'Grant g-9');
+  });
+});
+
+describe('grants', () => {
+  const grant = { grant_id: 'g-1', customer_id: 'c', entitlement: 'pro', granted_at: '2025-10-15T08:00:00.000Z',
+    expires_date: '2025-11-15T08:00:00.000Z', lifetime: false, reason: null, granted_by: 'support', ended_at: null, ended_by: null, active: true };
+
+  test('active, ended by hand, or expired; in words', () => {
+    assert.equal(grantState(grant), 'active');
+    assert.equal(grantState({ ...grant, active: false, ended_at: '2025-10-20T00:00:00.000Z', ended_by: 'ops' }), 'ended');
+    assert.equal(grantState({ ...grant, active: false }), 'expired');
+    assert.deepEqual(['active', 'ended', 'expired'].map(grantStateWords), ['Active', 'Ended', 'Expired']);
+    assert.equal(grantStateWords('paused'), 'paused');
+    assert.equal(grantStateWords('toString'), 'toString');
+  });
+
+  test('how long: until its expiry, or for life', () => {
+    assert.equal(grantLength(grant), 'Until 2025-11-15 08:00 UTC');
+    assert.equal(grantLength({ ...grant, lifetime: true, expires_date: null }), 'Lifetime');
+  });
+
+  test('when and by whom; nothing done', () => {
+    assert.equal(doneBy('2025-10-15T08:02:59.999Z', 'support'), '2025-10-15 08:02 UTC by support');
+    assert.equal(doneBy('2025-10-15T08:02:00.000Z', null), '2025-10-15 08:02 UTC');
+    assert.equal(doneBy(null, null), '—');
+    assert.equal(doneBy(null, 'ops'), '—');
   });
 });

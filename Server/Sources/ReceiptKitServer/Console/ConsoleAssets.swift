@@ -65,6 +65,7 @@ enum ConsoleAssets {
         "api.mjs": script(PackageResources.api_mjs),
         "customer.mjs": script(PackageResources.customer_mjs),
         "dom.mjs": script(PackageResources.dom_mjs),
+        "entitlements.mjs": script(PackageResources.entitlements_mjs),
         "find.mjs": script(PackageResources.find_mjs),
         "format.mjs": script(PackageResources.format_mjs),
         "overview.mjs": script(PackageResources.overview_mjs),

@@ -1,27 +1,34 @@
 // A customer (#/customer/ID, from GET /v1/customers/{id}/entitlements): entitled now or not and
-// why, the actions the token's scope allows (sync with Apple: write; delete: admin), a card per
-// subscription, then the times the customer reached the App Store's cancel screen and what they
-// were shown (GET /v1/customers/{id}/retention-requests); and a subscription alone
-// (#/subscription/ID). A card shows the subscription's
+// why, the actions the token's scope allows (sync with Apple: write; delete: admin), with an
+// entitlements file their named entitlements and grants (entitlements.mjs: granting and ending a
+// grant, write), a card per subscription, then the times the customer reached the App Store's
+// cancel screen and what they were shown (GET /v1/customers/{id}/retention-requests); and a
+// subscription alone (#/subscription/ID). A card shows the subscription's
 // sync action (write), its timeline, the state as of an instant clicked on it, the records behind
 // it, and its state now.
 
 import { actionBar } from './access.mjs';
 import { el } from './dom.mjs';
-import { entitlementReason, retentionAnswer, statusWords, when } from './format.mjs';
+import { entitlementCards } from './entitlements.mjs';
+import { activeEntitlements, entitlementReason, retentionAnswer, statusWords, when } from './format.mjs';
 import { STATE_FIELDS, stateList } from './state.mjs';
 import { drawTimeline } from './timeline.mjs';
 
 /**
  * A customer's page.
  * @param {string} customerId
- * @param {object} context The router's: `api`, `redrawOnResize`.
+ * @param {object} context The router's: `api`, `access`, `reroute`, `redrawOnResize`.
  * @returns {Promise<Node>}
  */
 export async function renderCustomer(customerId, context) {
   const path = '/v1/customers/' + encodeURIComponent(customerId);
   const [data, scope, retention] = await Promise.all([
     context.api(path + '/entitlements'), context.access.scope(), context.api(path + '/retention-requests?limit=100')]);
+  // Named entitlements and grants only on a server with an entitlements file.
+  const named = data.entitlements
+    ? entitlementCards({ path, entitlements: data.entitlements, grants: (await context.api(path + '/grants')).grants, scope,
+      api: context.api, reroute: context.reroute })
+    : null;
   const actions = actionBar(scope, [
     { name: 'sync-customer', label: 'Sync with Apple', needs: 'write', run: async () => {
       await context.api(path + '/sync', { method: 'POST' });
@@ -37,8 +44,10 @@ export async function renderCustomer(customerId, context) {
   return el('div', {},
     el('h1', {}, 'Customer ', el('code', { class: 'customer-id' }, customerId)),
     el('div', { class: 'entitlement ' + (data.entitled ? 'entitled' : 'not-entitled') },
-      el('strong', {}, data.entitled ? 'Entitled now' : 'Not entitled now'), entitlementReason(data.subscriptions)),
+      el('strong', {}, data.entitled ? 'Entitled now' : 'Not entitled now'), entitlementReason(data.subscriptions),
+      data.entitlements ? el('span', { class: 'named' }, activeEntitlements(data.entitlements)) : null),
     actions,
+    named,
     data.subscriptions.map((state) => subscriptionCard(state, context, scope)),
     retentionRequests(retention.retention_requests));
 }

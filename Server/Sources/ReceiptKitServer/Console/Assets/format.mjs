@@ -1,5 +1,5 @@
 // How the console writes what the API answers: instants in UTC, durations, statuses, the
-// records' titles and the labels of the timeline. Pure functions of their arguments (no DOM, no
+// records' titles, the labels of the timeline, named entitlements and grants. Pure functions of their arguments (no DOM, no
 // clock, not the viewer's time zone), tested by Server/Tests/ConsoleAssetsTests/format.test.mjs.
 
 /** A subscription's statuses, in the order the overview lists them. */
@@ -177,4 +177,96 @@ export function retentionAnswer(answer) {
     case 'none': return 'No rule answered: the product\'s default message';
     default: return answer.kind;
   }
+}
+
+const SOURCE_WORDS = { subscription: 'Subscription', purchase: 'Purchase', pass: 'Pass', grant: 'Grant' };
+
+/**
+ * The named entitlements active now, in a sentence: `Named entitlements active now: pro, remove_ads.`
+ * @param {Record<string, {active: boolean}>} entitlements The `entitlements` member of
+ *   `GET /v1/customers/{id}/entitlements`, by name, in its order.
+ * @returns {string} `No named entitlement is active now.` when none is.
+ */
+export function activeEntitlements(entitlements) {
+  const active = Object.keys(entitlements).filter((name) => entitlements[name].active);
+  return active.length ? 'Named entitlements active now: ' + active.join(', ') + '.' : 'No named entitlement is active now.';
+}
+
+/**
+ * Until when a named entitlement gives access, or when it last did: `until 2025-11-15 08:00 UTC`,
+ * `no end` (a lifetime purchase or grant), `ended …`.
+ * @param {{active: boolean, expires_date: ?string, source: ?string}} entitlement
+ * @returns {string} `never given` when nothing ever gave it; `—` when it is not active and has no
+ *   end (a lifetime purchase revoked).
+ */
+export function entitlementUntil(entitlement) {
+  const expires = entitlement.expires_date;
+  if (entitlement.active) return expires ? 'until ' + when(expires) : 'no end';
+  if (expires) return 'ended ' + when(expires);
+  return entitlement.source ? '—' : 'never given';
+}
+
+/**
+ * What gives a named entitlement, or last gave it: `Subscription 7000 · premium.monthly · active,
+ * will not renew`, `Purchase 7100 · pro.lifetime`, `Pass 7200 · pass.30d`, `Grant of
+ * 2025-10-15 08:02 UTC by support`.
+ * @param {{source: ?string, product_id: ?string, original_transaction_id: ?string, grant_id: ?string,
+ *   status: ?string, will_renew: ?boolean}} entitlement
+ * @param {{grant_id: string, granted_at: string, granted_by: string}[]} [grants] The customer's
+ *   grants, to name a grant by when and by whom it was made (by its id when it is not among them).
+ * @returns {string} `—` when nothing ever did; a source the console does not know, as it is.
+ */
+export function entitlementSource(entitlement, grants = []) {
+  const source = entitlement.source;
+  if (!source) return '—';
+  if (source === 'grant') {
+    const grant = grants.find((item) => item.grant_id === entitlement.grant_id);
+    return grant ? 'Grant of ' + doneBy(grant.granted_at, grant.granted_by) : 'Grant ' + entitlement.grant_id;
+  }
+  if (!Object.hasOwn(SOURCE_WORDS, source)) return source;
+  const parts = [SOURCE_WORDS[source] + ' ' + (entitlement.original_transaction_id || '—')];
+  if (entitlement.product_id) parts.push(entitlement.product_id);
+  if (entitlement.status) parts.push(statusWords(entitlement.status).toLowerCase() + (entitlement.will_renew === false ? ', will not renew' : ''));
+  return parts.join(' · ');
+}
+
+const GRANT_STATE_WORDS = { active: 'Active', ended: 'Ended', expired: 'Expired' };
+
+/**
+ * Where a grant stands now: `active`; `ended` by hand (`DELETE …/grants/{id}`); else `expired`.
+ * @param {{active: boolean, ended_at: ?string}} grant As `GET /v1/customers/{id}/grants` answers it.
+ * @returns {'active' | 'ended' | 'expired'}
+ */
+export function grantState(grant) {
+  if (grant.active) return 'active';
+  return grant.ended_at ? 'ended' : 'expired';
+}
+
+/**
+ * A grant's state in words: `Active`, `Ended`, `Expired`.
+ * @param {string} state As {@link grantState} answers it.
+ * @returns {string}
+ */
+export function grantStateWords(state) {
+  return Object.hasOwn(GRANT_STATE_WORDS, state) ? GRANT_STATE_WORDS[state] : state;
+}
+
+/**
+ * How long a grant was made for: `Lifetime`, or `Until 2025-11-15 08:00 UTC`.
+ * @param {{lifetime: boolean, expires_date: ?string}} grant
+ * @returns {string}
+ */
+export function grantLength(grant) {
+  return grant.lifetime ? 'Lifetime' : 'Until ' + when(grant.expires_date);
+}
+
+/**
+ * When something was done and by whom: `2025-10-15 08:02 UTC by support`.
+ * @param {?string} at An instant the server wrote.
+ * @param {?string} by A token's name (`open` on a server without tokens).
+ * @returns {string} `—` when it was not done.
+ */
+export function doneBy(at, by) {
+  if (!at) return '—';
+  return when(at) + (by ? ' by ' + by : '');
 }
