@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import ReceiptKit
 import ReceiptKitServer
 import Testing
 
@@ -8,8 +9,8 @@ import Testing
 /// loopback filled with the customer story: sign in, the overview, search, the customer, the
 /// timeline's bars, shadings and marks, a record opened from a mark, the state as of an instant
 /// clicked on the axis, a customer id and a product id carrying markup shown as text, a phone's
-/// width; and all along, no request leaving loopback, no error in the page's console, the token
-/// in no URL and no cookie.
+/// width, named entitlements and a grant made and ended from the customer's page; and all along,
+/// no request leaving loopback, no error in the page's console, the token in no URL and no cookie.
 ///
 /// With `RECEIPTKIT_CONSOLE_SCREENSHOTS=DIRECTORY` the test writes the screenshots of
 /// `docs/console.md` there (1280×800 and 390 pixels wide).
@@ -426,7 +427,132 @@ struct ConsoleBrowserTests {
         }
     }
 
+    @Test("named entitlements and grants on the customer's page: a write token grants a month from the form, sees it active, ends it; a refusal's reason shown; a read token sees them with no form")
+    func grants() async throws {
+        let fixture = try ConsoleFixture()
+        let clock = ManualClock(ConsoleFixture.now)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-console-grants-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tokensFile = directory.appendingPathComponent("tokens").path
+        let (readToken, writeToken) = ("rk_console_read_0123456789", "rk_console_write_0123456789")
+        try TokenTests.file([("support", .read, readToken), ("backend", .write, writeToken)]).write(toFile: tokensFile, atomically: true, encoding: .utf8)
+        // pro from the story's subscription (refunded), remove_ads from a product the customer never bought.
+        let catalog = try EntitlementCatalog(entitlements: [
+            "pro": [.init(id: Payloads.productId)], "remove_ads": [.init(id: ConsoleFixture.basicProduct)],
+        ])
+        let configure: @Sendable (inout ServerConfiguration) -> Void = { configuration in
+            configuration.apiTokensFile = tokensFile
+            configuration.entitlements = EntitlementsFile(path: directory.appendingPathComponent("entitlements.json").path, catalog: catalog)
+        }
+        try await TestServer.run(.sqlite, clock: { clock.now }, configure: configure) { server in
+            try await fixture.fill(server, clock: clock)
+            clock.now = ConsoleFixture.now
+            let grantsPath = "/v1/customers/\(CustomerStory.customer)/grants"
+            let origin = "http://127.0.0.1:\(try #require(server.client.port))"
+            let entitlementRows = """
+                return [...document.querySelectorAll('section.named-entitlements tbody tr')]
+                  .map(r => [r.dataset.entitlement, r.dataset.active, r.querySelector('[data-field=now]').textContent, r.querySelector('[data-field=source]').textContent])
+                """
+            let grantRows = "return [...document.querySelectorAll('section.grants tbody tr')].map(r => [r.dataset.state, ...[...r.cells].map(c => c.textContent)])"
+            let banner = "return document.querySelector('.entitlement .named')?.textContent"
+            let reason = #"A month on us <img src=x onerror="window.__receiptkitPwned=4"> "refund dispute""#
+            try await WebDriver.with(width: 1280, height: 800) { browser in
+                try await browser.navigate(to: origin + "/console/#/customer/\(CustomerStory.customer)")
+                try await signIn(browser, token: writeToken)
+                try await browser.wait(for: "the named entitlements", "return document.querySelector('section.named-entitlements tbody tr') ? true : null")
+
+                // The refunded subscription last gave pro; nothing ever gave remove_ads; no grant.
+                let before = try #require(try await browser.execute(entitlementRows) as? [[String]])
+                #expect(before == [
+                    ["pro", "false", "Not active ended \(when(CustomerStory.start + 110 * day))", "Subscription 7000 · \(Payloads.productId) · revoked"],
+                    ["remove_ads", "false", "Not active never given", "—"],
+                ], "\(before)")
+                #expect(try await browser.execute(banner) as? String == "No named entitlement is active now.")
+                #expect(try await browser.execute("return document.querySelector('section.grants p.muted')?.textContent") as? String
+                    == "No grant has been made to this customer.")
+                let options = try await browser.execute("return [...document.querySelectorAll('.grant-form select option')].map(o => o.value)")
+                #expect(options as? [String] == ["pro", "remove_ads"])
+
+                // A duration the server refuses: its reason under the form, nothing granted.
+                try await typeGrantField(browser, "duration", "1 month")
+                try await browser.click(try await browser.element(".grant-form button[data-action=grant]"))
+                let refusal = try await browser.wait(
+                    for: "the refusal", "return document.querySelector('.grant-form .action-status.error')?.textContent")
+                #expect((refusal as? String)?.hasPrefix(#"Grant failed: duration: "1 month" is not an ISO 8601 duration"#) == true, "\(refusal)")
+                #expect((try await server.get(grantsPath).json()["grants"] as? [Any])?.isEmpty == true)
+
+                // A month of pro, with a reason that carries markup.
+                try await browser.click(try await browser.element(".grant-form select option[value=pro]"))
+                try await typeGrantField(browser, "duration", "P1M")
+                try await typeGrantField(browser, "reason", reason)
+                try await browser.click(try await browser.element(".grant-form button[data-action=grant]"))
+                try await browser.wait(for: "the grant", "return document.querySelector('section.grants tbody tr[data-state=active]') ? true : null")
+                let stored = try #require((try await server.get(grantsPath).json()["grants"] as? [[String: Any]])?.first)
+                #expect(stored["expires_date"] as? String == ConsoleFixture.iso(ms("2025-11-15T08:00:00Z")))
+                #expect(stored["granted_by"] as? String == "backend" && stored["reason"] as? String == reason)
+                let granted = try #require(try await browser.execute(entitlementRows) as? [[String]])
+                #expect(granted.first == ["pro", "true", "Active until 2025-11-15 08:00 UTC", "Grant of 2025-10-15 08:00 UTC by backend"],
+                    "\(granted)")
+                #expect(try await browser.execute(banner) as? String == "Named entitlements active now: pro.")
+                let listed = try #require(try await browser.execute(grantRows) as? [[String]])
+                #expect(listed == [[
+                    "active", "pro", "Active", "Until 2025-11-15 08:00 UTC", "2025-10-15 08:00 UTC by backend", "—", reason, "End",
+                ]], "\(listed)")
+                #expect(try await browser.execute("return typeof window.__receiptkitPwned") as? String == "undefined")
+                #expect(try await browser.execute("return document.querySelectorAll('img, script:not([src])').length") as? Int == 0)
+                try await browser.execute("document.querySelector('.entitlement').scrollIntoView()")
+                try await shoot(browser, "customer-grants-1280.png")
+
+                // On a phone: nothing wider than the screen.
+                try await browser.setWindow(width: 390, height: 844)
+                try await browser.wait(
+                    for: "the page at 390 pixels", "return document.documentElement.clientWidth <= 390 ? document.documentElement.scrollWidth : null")
+                #expect(try await browser.execute("return document.documentElement.scrollWidth") as? Int ?? .max <= 390)
+                try await browser.setWindow(width: 1280, height: 800)
+
+                // An hour later, ended: kept, with who ended it and when; pro no longer active.
+                clock.now = ConsoleFixture.now.addingTimeInterval(3600)
+                try await browser.click(try await browser.element("section.grants button[data-action=end-grant]"))
+                try await browser.wait(for: "the grant ended", "return document.querySelector('section.grants tbody tr[data-state=ended]') ? true : null")
+                let ended = try #require(try await browser.execute(grantRows) as? [[String]])
+                #expect(ended == [[
+                    "ended", "pro", "Ended", "Until 2025-11-15 08:00 UTC", "2025-10-15 08:00 UTC by backend", "2025-10-15 09:00 UTC by backend", reason, "",
+                ]], "\(ended)")
+                let after = try #require(try await browser.execute(entitlementRows) as? [[String]])
+                #expect(after.first == ["pro", "false", "Not active ended 2025-10-15 09:00 UTC", "Grant of 2025-10-15 08:00 UTC by backend"], "\(after)")
+                #expect(try await browser.execute(banner) as? String == "No named entitlement is active now.")
+                let stopped = try #require((try await server.get(grantsPath).json()["grants"] as? [[String: Any]])?.first)
+                #expect(stopped["active"] as? Bool == false && stopped["ended_by"] as? String == "backend")
+
+                // The refusal above is the only request that failed.
+                let errors = try await browser.log("browser").filter { ($0["level"] as? String) == "SEVERE" }
+                    .filter { !(($0["message"] as? String ?? "").contains("\(grantsPath) - Failed to load resource: the server responded with a status of 400")) }
+                #expect(errors.isEmpty, "\(errors)")
+
+                // A read token: the entitlements and the grants, no form and no End.
+                try await browser.click(try await browser.element("#signout"))
+                try await signIn(browser, token: readToken)
+                try await find(browser, CustomerStory.customer)
+                try await browser.wait(for: "the grants", "return document.querySelector('section.grants tbody tr') ? true : null")
+                #expect(try await browser.execute("return document.querySelectorAll('[data-action], .grant-form').length") as? Int == 0)
+                #expect((try await browser.execute(grantRows) as? [[String]])?.first?.count == 7)
+            }
+        }
+    }
+
     // MARK: Steps
+
+    /// Types into a field of the grant form, emptied first.
+    private func typeGrantField(_ browser: WebDriver, _ name: String, _ text: String) async throws {
+        try await browser.execute("document.querySelector('.grant-form input[name=' + arguments[0] + ']').value = ''", [name])
+        try await browser.type(text, into: try await browser.element(".grant-form input[name=\(name)]"))
+    }
+
+    /// An instant as the console writes it: `2025-10-15 08:00 UTC`.
+    private func when(_ milliseconds: Int64) -> String {
+        String(ConsoleFixture.iso(milliseconds).prefix(16)).replacingOccurrences(of: "T", with: " ") + " UTC"
+    }
 
     private func signIn(_ browser: WebDriver, token: String, expectOverview: Bool = true) async throws {
         try await browser.wait(for: "the sign-in form", "return !document.getElementById('signin').hidden")
