@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import ReceiptKit
 import ReceiptKitServer
 import Testing
 
@@ -19,6 +20,10 @@ struct OpenAPITests {
     }
 
     static let consumptionAnswer = #"{"customer_consented":true,"delivery_status":"DELIVERED","sample_content_provided":false}"#
+
+    /// The named entitlements of the server the samples run on: `pro` from the samples'
+    /// subscription, `remove_ads` from a product nobody buys (a grant gives it).
+    static let entitlements = #"{"entitlements": {"pro": {"products": ["\#(Payloads.productId)"]}, "remove_ads": {"products": ["com.receiptkit.example.removeads"]}}}"#
 
     @Test("every documented operation answers with a documented status, media type and body", arguments: Backend.available)
     func conformance(backend: Backend) async throws {
@@ -42,6 +47,19 @@ struct OpenAPITests {
             Sample(method: "post", path: "/v1/transactions", uri: "/v1/transactions", body: #"{"signed_transaction":"\#(transaction)"}"#, token: true),
             Sample(method: "post", path: "/v1/transactions", uri: "/v1/transactions", body: "{}", token: true),
             Sample(method: "post", path: "/v1/transactions", uri: "/v1/transactions", body: "{}", token: false),
+            // A grant of what the purchase does not give: an entitlement event with no key.
+            Sample(method: "post", path: "/v1/customers/{customer_id}/grants", uri: "/v1/customers/o/grants", body: #"{"entitlement":"remove_ads","lifetime":true,"reason":"ticket 1"}"#, token: true),
+            Sample(method: "post", path: "/v1/customers/{customer_id}/grants", uri: "/v1/customers/o/grants", body: #"{"entitlement":"pro","duration":"P1M","lifetime":true}"#, token: true),
+            Sample(method: "post", path: "/v1/customers/{customer_id}/grants", uri: "/v1/customers/o/grants", body: #"{"entitlement":"pro","reason":"\#(String(repeating: "x", count: 17_000))"}"#, token: true),
+            Sample(method: "post", path: "/v1/customers/{customer_id}/grants", uri: "/v1/customers/o/grants", body: "{}", token: false),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/grants", uri: "/v1/customers/o/grants", body: nil, token: true),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/grants", uri: "/v1/customers/o/grants", body: nil, token: false),
+            Sample(method: "delete", path: "/v1/customers/{customer_id}/grants/{grant_id}", uri: "/v1/customers/o/grants/none", body: nil, token: true),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/entitlements/{name}", uri: "/v1/customers/o/entitlements/pro", body: nil, token: true),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/entitlements/{name}", uri: "/v1/customers/o/entitlements/remove_ads?as_of=2025-06-02T00:00:00Z", body: nil, token: true),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/entitlements/{name}", uri: "/v1/customers/o/entitlements/gold", body: nil, token: true),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/entitlements/{name}", uri: "/v1/customers/o/entitlements/pro?as_of=x", body: nil, token: true),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/entitlements/{name}", uri: "/v1/customers/o/entitlements/pro", body: nil, token: false),
             Sample(method: "get", path: "/v1/customers/{customer_id}/entitlements", uri: "/v1/customers/o/entitlements", body: nil, token: true),
             Sample(method: "get", path: "/v1/customers/{customer_id}/entitlements", uri: "/v1/customers/o/entitlements?as_of=x", body: nil, token: true),
             Sample(method: "get", path: "/v1/subscriptions/{original_transaction_id}", uri: "/v1/subscriptions/6001?as_of=2025-06-02T00:00:00Z", body: nil, token: true),
@@ -105,9 +123,19 @@ struct OpenAPITests {
             Sample(method: "put", path: "/v1/transactions/{transaction_id}/consumption", uri: "/v1/transactions/8000000100/consumption", body: "{}", token: true),
             Sample(method: "put", path: "/v1/transactions/{transaction_id}/consumption", uri: "/v1/transactions/8000000100/consumption", body: Self.consumptionAnswer, token: false),
         ]
+        // A server without an entitlements file: what needs one is 409, the rest answers as
+        // without named entitlements.
+        let withoutEntitlements = [
+            Sample(method: "get", path: "/v1/customers/{customer_id}/entitlements/{name}", uri: "/v1/customers/o/entitlements/pro", body: nil, token: true),
+            Sample(method: "post", path: "/v1/customers/{customer_id}/grants", uri: "/v1/customers/o/grants", body: #"{"entitlement":"pro","lifetime":true}"#, token: true),
+            Sample(method: "delete", path: "/v1/customers/{customer_id}/grants/{grant_id}", uri: "/v1/customers/o/grants/none", body: nil, token: true),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/grants", uri: "/v1/customers/o/grants", body: nil, token: true),
+            Sample(method: "get", path: "/v1/customers/{customer_id}/entitlements", uri: "/v1/customers/o/entitlements", body: nil, token: true),
+        ]
         // Every documented operation has a sample.
         for (method, path) in try document.operations {
-            #expect((samples + apple).contains { $0.path == path && $0.method == method }, "no sample for \(method) \(path)")
+            #expect(
+                (samples + apple + withoutEntitlements).contains { $0.path == path && $0.method == method }, "no sample for \(method) \(path)")
         }
         @Sendable func answer(_ sample: Sample, _ server: TestServer) async throws {
             let token = sample.token ? testToken : nil
@@ -121,12 +149,43 @@ struct OpenAPITests {
             try document.expect(response, answers: sample.method, sample.path, uri: sample.uri)
         }
         let nowhere = "http://127.0.0.1:\(try unusedLoopbackPort())/"
+        let catalog = try EntitlementCatalog(jsonBytes: Array(Self.entitlements.utf8))
         try await TestServer.run(backend, configure: { configuration in
             configuration.events.webhookURL = nowhere + "hook"
             configuration.events.webhookSecret = WebhookDeliveryTests.secret
             configuration.events.forwardURLs = [nowhere + "forward"]
+            configuration.entitlements = EntitlementsFile(path: "entitlements.json", catalog: catalog)
         }) { server in
             for sample in samples + apple { try await answer(sample, server) }
+
+            // A grant made, then ended twice (the second answers it as it is), and the events it
+            // wrote: after the samples, since its id is the server's.
+            let customer = "g"
+            let made = try await server.post("/v1/customers/\(customer)/grants", #"{"entitlement":"remove_ads","duration":"P1M"}"#)
+            try document.expect(made, answers: "post", "/v1/customers/{customer_id}/grants")
+            let grantId = try #require(try made.json()["grant_id"] as? String, "\(made.text)")
+            for _ in 0..<2 {
+                let ended = try await server.delete("/v1/customers/\(customer)/grants/\(grantId)")
+                try document.expect(ended, answers: "delete", "/v1/customers/{customer_id}/grants/{grant_id}")
+                #expect(ended.status == .ok, "\(ended.text)")
+            }
+            for (path, uri) in [
+                ("/v1/customers/{customer_id}/grants", "/v1/customers/\(customer)/grants"),
+                ("/v1/customers/{customer_id}/entitlements/{name}", "/v1/customers/\(customer)/entitlements/remove_ads"),
+                ("/v1/events", "/v1/events?limit=1000"),
+            ] {
+                try document.expect(try await server.get(uri), answers: "get", path, uri: uri)
+            }
+            // Each kind of event the samples wrote was checked above: a subscription's, and an
+            // entitlement's from a purchase and from a grant, activated and deactivated.
+            let events = try #require(try await server.get("/v1/events?limit=1000").json()["events"] as? [[String: Any]])
+            let kinds = Set(events.map { "\($0["type"] ?? "") \($0["bundle_id"] is NSNull ? "grant" : "key")" })
+            for kind in ["subscription.started key", "entitlement.activated key", "entitlement.activated grant", "entitlement.deactivated grant"] {
+                #expect(kinds.contains(kind), "no \(kind) event among \(kinds.sorted())")
+            }
+        }
+        try await TestServer.run(backend) { server in
+            for sample in withoutEntitlements { try await answer(sample, server) }
         }
         let fake = try AppleFake.fake(AppleFake.subscription(original: 8_000_000_100, renewals: 2))
         try await AppleFake.withServer(backend, fake: fake) { server in
