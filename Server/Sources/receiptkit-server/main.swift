@@ -122,6 +122,11 @@ if let command = arguments.first {
 do {
     let app = try buildApplication(configuration: configuration, logger: logger)
     try await app.runService()
+} catch let error as ConfigurationError {
+    // A file the database contradicts, found once it is migrated (RECEIPTKIT_ENTITLEMENTS_FILE's
+    // products): a configuration error like any other, which a restart cannot mend.
+    FileHandle.standardError.write(Data("receiptkit-server: \(error)\n".utf8))
+    exit(78)  // EX_CONFIG
 } catch {
     FileHandle.standardError.write(Data("receiptkit-server: \(error)\n".utf8))
     exit(1)

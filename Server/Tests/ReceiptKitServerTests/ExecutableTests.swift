@@ -99,6 +99,47 @@ struct ExecutableTests {
         try await store.close()
     }
 
+    @Test("an entitlements file the stored products contradict stops the start with exit status 78, naming the product, as any configuration error does (the unit does not restart it)")
+    func entitlementsFileContradicted() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("receiptkit-executable-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try unusedLoopbackPort()
+        let environment = Vectors.environment.merging([
+            "RECEIPTKIT_DATABASE_URL": "sqlite:\(directory.appendingPathComponent("store.sqlite").path)",
+            "RECEIPTKIT_API_TOKEN": testToken, "HOST": "127.0.0.1", "PORT": String(port),
+        ]) { $1 }
+
+        // An auto-renewable subscription stored.
+        let first = try ServerProcess(environment: environment, log: directory.appendingPathComponent("first.log"))
+        defer { first.stop() }
+        try await Self.waitUntilReady(port: port, server: first)
+        let payloads = try Payloads()
+        let purchase = ms("2025-06-01T12:00:00Z")
+        let body = Vectors.body(wrapping: try payloads.notification(
+            type: "SUBSCRIBED", subtype: "INITIAL_BUY", signed: purchase,
+            transaction: payloads.transaction(id: "7101", original: "7101", purchase: purchase, expires: purchase + 30 * day, signed: purchase),
+            renewalInfo: nil))
+        try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+            let stored = try await client.post("/appstore/notifications", headers: [.contentType: "application/json"], body: ByteBuffer(string: body))
+            #expect(stored.status == .ok, "\(stored.text)")
+        }
+        first.terminate()
+        #expect(try await first.waitForExit(timeout: .seconds(30)) == 0, "\(first.logText)")
+
+        // A file giving that product a pass's duration: the check after the migration refuses it.
+        let file = directory.appendingPathComponent("entitlements.json")
+        try #"{"entitlements": {"pro": {"products": [{"id": "\#(Payloads.productId)", "duration": "P30D"}]}}}"#
+            .write(to: file, atomically: true, encoding: .utf8)
+        let second = try ServerProcess(
+            environment: environment.merging(["RECEIPTKIT_ENTITLEMENTS_FILE": file.path]) { $1 },
+            log: directory.appendingPathComponent("second.log"))
+        defer { second.stop() }
+        let status = try await second.waitForExit(timeout: .seconds(60))
+        #expect(status == 78, "exit status \(status); log:\n\(second.logText)")
+        #expect(second.logText.contains("RECEIPTKIT_ENTITLEMENTS_FILE: \(file.path): \(Payloads.productId) (under pro) is an auto renewable subscription"), "\(second.logText)")
+    }
+
     /// Polls `/readyz` until it answers 200 (a debug build starts in a few seconds).
     static func waitUntilReady(port: Int, server: ServerProcess) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
