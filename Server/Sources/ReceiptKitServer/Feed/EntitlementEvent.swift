@@ -23,11 +23,12 @@ struct EntitlementEvent: Sendable {
         try AnswerEncoder.encode(Payload(event: self, id: id))
     }
 
-    /// The row of `change_events`: the purchase's key, or empty columns for a grant.
+    /// The row of `change_events`: the purchase's key, or empty columns for a grant, and the
+    /// customer (``FeedStatements/insertCustomerEvent``).
     func write(id: Int64, json: String, recordedAt: Int64) -> StoreWrite {
-        StoreWrite(FeedStatements.insertEvent, [
+        StoreWrite(FeedStatements.insertCustomerEvent, [
             .integer(id), .text(type.rawValue), .integer(entitlement.asOf.millisecondsSince1970), .integer(recordedAt),
-            .text(entitlement.key?.originalTransactionId ?? ""), .text(bundleId), .text(environment), .text(json),
+            .text(entitlement.key?.originalTransactionId ?? ""), .text(bundleId), .text(environment), .text(json), .text(customerId),
         ])
     }
 

@@ -36,7 +36,8 @@ import ReceiptKit
 ///   their deadline and answer, and the customers who consented (``ConsumptionStatements``).
 /// - `entitlement_grants`, `customer_entitlements`, `entitlement_checks` (from v13): grants made
 ///   by hand, what the feed last told of each customer's named entitlements, and when each
-///   customer's may next change by time alone (``EntitlementStatements``).
+///   customer's may next change by time alone (``EntitlementStatements``); `change_events.customer_id`
+///   (from v13): the customer a named entitlement's event is about (`NULL` for a key's event).
 /// - `subscription_counts`, `notification_days` (from v12): how many keys have each derived
 ///   status and product per app and environment, and the notifications stored per day and type:
 ///   the overview's figures, kept in the transactions that change them (``CountStatements``).
@@ -433,6 +434,10 @@ enum Schema {
                 )
                 """,
                 "CREATE INDEX entitlement_checks_due ON entitlement_checks (next_change_at)",
+                // A named entitlement's event belongs to one customer (``EntitlementEvent``), not
+                // to every customer of the purchase that gives it: a customer's feed reads it here.
+                "ALTER TABLE change_events ADD COLUMN customer_id TEXT",
+                "CREATE INDEX change_events_customer ON change_events (customer_id, id) WHERE customer_id IS NOT NULL",
             ]
         },
     ]

@@ -13,14 +13,14 @@ extension Store {
             [.integer(after)] + Self.selection(bundleId: bundleId, environment: environment) + [.integer(Int64(limit))])
     }
 
-    /// The events of the keys linked to a customer with an id greater than `after`, oldest first,
-    /// at most `limit`; of one app, of one environment, or of both, when given.
+    /// The events of the keys linked to a customer, and the customer's own (its named
+    /// entitlements'), with an id greater than `after`, oldest first, at most `limit`; of one app,
+    /// of one environment, or of both, when given.
     package func events(
         customerId: String, after: Int64, limit: Int, bundleId: String? = nil, environment: String? = nil
     ) async throws -> [StoredFeedEvent] {
-        try await backend.rows(
-            FeedStatements.customerEventsAfter,
-            [.text(customerId)] + Self.selection(bundleId: bundleId, environment: environment) + [.integer(after), .integer(Int64(limit))])
+        let part = [.text(customerId)] + Self.selection(bundleId: bundleId, environment: environment) + [.integer(after)]
+        return try await backend.rows(FeedStatements.customerEventsAfter, part + part + [.integer(Int64(limit))])
     }
 
     /// The values of a `(CAST(? AS TEXT) IS NULL OR column = ?)` pair for each of an app and an

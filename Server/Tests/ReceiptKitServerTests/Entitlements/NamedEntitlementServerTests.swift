@@ -162,6 +162,9 @@ struct NamedEntitlementServerTests {
                     == ["app", "webhook", "grant", "webhook", "sweep", "sweep"])
                 #expect(events.allSatisfy { $0["customer_ids"] as? [String] == [customer] })
                 #expect(events[2]["bundle_id"] is NSNull && events[2]["source"] as? String == "grant")
+                // The customer's feed has them all, the grant's too, among its purchases' events.
+                let own = named(try await server.feed(customer: customer).events)
+                #expect(own.map { $0["id"] as? String } == events.map { $0["id"] as? String })
                 // The webhook got each once, in order.
                 try await waitUntil("the receiver has every entitlement event") {
                     receiver.accepted.compactMap(\.json).filter { ($0["type"] as? String)?.hasPrefix("entitlement.") == true }.count
@@ -212,6 +215,8 @@ struct NamedEntitlementServerTests {
             #expect(removeAds["expires_date"] as? String == Timestamp(millisecondsSince1970: t0 + Self.day).iso8601)
             let types = try await server.feed().events.map { "\($0["type"] ?? "") \($0["name"] ?? "")" }
             #expect(types == ["entitlement.activated pro", "entitlement.activated remove_ads", "entitlement.deactivated remove_ads"])
+            #expect(try await server.feed(customer: customer).events.count == 3, "a customer's feed has its grants' events")
+            #expect(try await server.feed(customer: "someone-else").events.isEmpty)
             // Both grants are kept, the ended one with who and when.
             let listed = try #require(try await server.get("/v1/customers/\(customer)/grants").json()["grants"] as? [[String: Any]])
             #expect(listed.map { $0["grant_id"] as? String } == [lifetime, month])
@@ -230,6 +235,7 @@ struct NamedEntitlementServerTests {
             pro = try await server.get("/v1/customers/\(customer)/entitlements/pro").json()
             #expect(pro["active"] as? Bool == false)
             #expect(try await server.feed().events.allSatisfy { ($0["customer_ids"] as? [String])?.isEmpty == true })
+            #expect(try await server.feed(customer: customer).events.isEmpty, "the erased id names no event")
         }
     }
 
@@ -317,6 +323,27 @@ struct NamedEntitlementServerTests {
             } catch {
                 #expect(error.message.contains("RECEIPTKIT_ENTITLEMENTS_FILE") && error.message.contains(path), "\(error)")
                 for part in named { #expect(error.message.contains(part), "\(text): \(error)") }
+            }
+        }
+    }
+}
+
+extension NamedEntitlementServerTests {
+    @Test("one purchase, two customers: each is told of its own entitlement, and each customer's feed has its own events only",
+          arguments: Backend.available)
+    func twoCustomersOfOnePurchase(backend: Backend) async throws {
+        let p = try Payloads()
+        let monthly = try p.transaction(id: "9601", original: "9601", purchase: Self.t0, expires: Self.t0 + 30 * Self.day, signed: Self.t0)
+        try await TestServer.run(backend, clock: { Date(timeIntervalSince1970: Double(Self.t0) / 1000) }, configure: Self.configure()) { server in
+            for customer in ["first", "second"] {
+                let answer = try await server.post("/v1/transactions", Self.body(["signed_transaction": monthly, "customer_id": customer]))
+                #expect(answer.status == .ok, "\(answer.text)")
+            }
+            let all = try await server.feed().events.filter { ($0["type"] as? String)?.hasPrefix("entitlement.") == true }
+            #expect(all.map { $0["customer_ids"] as? [String] } == [["first"], ["second"]])
+            for customer in ["first", "second"] {
+                let own = try await server.feed(customer: customer).events.filter { ($0["type"] as? String)?.hasPrefix("entitlement.") == true }
+                #expect(own.map { $0["customer_ids"] as? [String] } == [[customer]])
             }
         }
     }

@@ -31,6 +31,21 @@ enum ErasureStatements {
         """
     ) { (id: Int64, body: [UInt8]) in (id: id, body: body) }
 
+    /// A customer's own events (its named entitlements'). Values: customer id.
+    static let eventsOfCustomer = Query("SELECT id, payload FROM change_events WHERE customer_id = ?") {
+        (id: Int64, payload: String) in (id: id, payload: payload)
+    }
+
+    /// The outbox rows (webhooks) carrying a customer's own events. Values: customer id.
+    static let deliveriesOfCustomer = Query(
+        "SELECT o.id, o.body FROM change_events e JOIN outbox o ON o.event_id = e.id WHERE e.customer_id = ?"
+    ) { (id: Int64, body: [UInt8]) in (id: id, body: body) }
+
+    /// A customer's own events kept, redacted, as no one's: the id is gone from the column too
+    /// (`''`, which no customer id is, and not `NULL`, which would give them to the purchase's
+    /// other customers). Values: customer id.
+    static let forgetEventCustomer = StoreStatement("UPDATE change_events SET customer_id = '' WHERE customer_id = ?")
+
     /// The purchases the app reported under a key (`POST /v1/transactions` with a signed
     /// transaction or a receipt), with their stored bytes. Values: the key.
     static let purchasesOfKey = Query(

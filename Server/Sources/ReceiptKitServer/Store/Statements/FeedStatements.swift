@@ -64,6 +64,14 @@ enum FeedStatements {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
         """)
 
+    /// One customer's event (a named entitlement's change): its customer kept beside it, so that
+    /// the customer's feed has it and no other customer of its purchase does.
+    static let insertCustomerEvent = StoreStatement(
+        """
+        INSERT INTO change_events (id, type, occurred_at, recorded_at, original_transaction_id, bundle_id, environment, payload, customer_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """)
+
     /// The write of one event, its JSON rendered.
     static func eventWrite(_ event: FeedEvent, id: Int64, json: String, recordedAt: Int64) -> StoreWrite {
         StoreWrite(insertEvent, [
@@ -88,17 +96,25 @@ enum FeedStatements {
         """
     ) { (id: Int64, payload: String) in StoredFeedEvent(id: id, json: payload) }
 
-    /// A customer's events after an id (those of every key linked to the customer, of the app
-    /// and environment selected), oldest first. Values: customer id, bundle id, bundle id,
-    /// environment, environment, after, limit.
+    /// A customer's events after an id, oldest first: those of every key linked to the customer
+    /// (of the app and environment selected) and the customer's own (a named entitlement's
+    /// change, ``insertCustomerEvent``; of a purchase in the app and environment selected, or of a
+    /// grant when none is). Values: customer id, bundle id, bundle id, environment, environment,
+    /// after, customer id, bundle id, bundle id, environment, environment, after, limit.
     static let customerEventsAfter = Query(
         """
-        SELECT e.id, e.payload FROM customer_subscriptions c
-        JOIN change_events e ON e.original_transaction_id = c.original_transaction_id AND e.bundle_id = c.bundle_id
-            AND e.environment = c.environment
-        WHERE c.customer_id = ? AND (CAST(? AS TEXT) IS NULL OR c.bundle_id = ?) AND (CAST(? AS TEXT) IS NULL OR c.environment = ?)
-            AND e.id > ?
-        ORDER BY e.id LIMIT ?
+        SELECT id, payload FROM (
+            SELECT e.id, e.payload FROM customer_subscriptions c
+            JOIN change_events e ON e.original_transaction_id = c.original_transaction_id AND e.bundle_id = c.bundle_id
+                AND e.environment = c.environment
+            WHERE c.customer_id = ? AND (CAST(? AS TEXT) IS NULL OR c.bundle_id = ?) AND (CAST(? AS TEXT) IS NULL OR c.environment = ?)
+                AND e.id > ? AND e.customer_id IS NULL
+            UNION ALL
+            SELECT e.id, e.payload FROM change_events e
+            WHERE e.customer_id = ? AND (CAST(? AS TEXT) IS NULL OR e.bundle_id = ?) AND (CAST(? AS TEXT) IS NULL OR e.environment = ?)
+                AND e.id > ?
+        ) events
+        ORDER BY id LIMIT ?
         """
     ) { (id: Int64, payload: String) in StoredFeedEvent(id: id, json: payload) }
 

@@ -83,10 +83,12 @@ struct Erasing: RowSteps, Sendable {
             if Self.carry(try ErasureStatements.copiesOfKey.decode(rows), token: customerId) { idInAppleData = true }
             return try step(.events(index))
         case .events(let index):
-            for event in try ErasureStatements.eventsOfKey.decode(rows) { events[event.id] = event.payload }
+            let query = Self.customer(of: keys[index]) == nil ? ErasureStatements.eventsOfKey : ErasureStatements.eventsOfCustomer
+            for event in try query.decode(rows) { events[event.id] = event.payload }
             return try step(.deliveries(index))
         case .deliveries(let index):
-            for delivery in try ErasureStatements.deliveriesOfKey.decode(rows) { deliveries[delivery.id] = delivery.body }
+            let query = Self.customer(of: keys[index]) == nil ? ErasureStatements.deliveriesOfKey : ErasureStatements.deliveriesOfCustomer
+            for delivery in try query.decode(rows) { deliveries[delivery.id] = delivery.body }
             return try step(.purchases(index))
         case .purchases(let index):
             for purchase in try ErasureStatements.purchasesOfKey.decode(rows) {
@@ -101,7 +103,7 @@ struct Erasing: RowSteps, Sendable {
             if let segment = try InputStatements.header.decodeFirst(rows) { segments[id] = Array(segment.utf8) }
             return try headers()
         case .written:
-            return .done(CustomerErasure.Outcome(keys: keys.filter { $0 != Self.noKey }, idInAppleData: idInAppleData))
+            return .done(CustomerErasure.Outcome(keys: keys.filter { Self.customer(of: $0) == nil }, idInAppleData: idInAppleData))
         }
     }
 
@@ -117,9 +119,9 @@ struct Erasing: RowSteps, Sendable {
         case .tokenKeys(let index) where index < tokens.count:
             return .fetch(LedgerStatements.keysOfCustomer.fetch([.text(tokens[index])]))
         case .tokenKeys:
-            // The empty key too: a named entitlement's events given by a grant belong to no
-            // purchase (``EntitlementEvent``); those naming the customer are redacted with the rest.
-            keys = Array(Set(keys + [Self.noKey])).sorted()
+            // And a stand-in key per erased id: its named entitlements' events (``EntitlementEvent``),
+            // which a grant's belong to no purchase, are read by customer.
+            keys = Array(Set(keys + ([customerId] + tokens).map(Self.customerKey))).sorted()
             return try step(dialect.locksRows ? .locking(0) : .retained(0))
         case .locking(let index) where index < keys.count:
             return .fetch(LedgerStatements.lockSubscription.fetch(LedgerStatements.key(keys[index])))
@@ -133,8 +135,10 @@ struct Erasing: RowSteps, Sendable {
             pendingHeaders = Array(Set(pendingHeaders)).sorted()
             return try headers()
         case .events(let index):
+            if let id = Self.customer(of: keys[index]) { return .fetch(ErasureStatements.eventsOfCustomer.fetch([.text(id)])) }
             return .fetch(ErasureStatements.eventsOfKey.fetch(LedgerStatements.key(keys[index])))
         case .deliveries(let index):
+            if let id = Self.customer(of: keys[index]) { return .fetch(ErasureStatements.deliveriesOfCustomer.fetch([.text(id)])) }
             return .fetch(ErasureStatements.deliveriesOfKey.fetch(LedgerStatements.key(keys[index])))
         case .purchases(let index):
             return .fetch(ErasureStatements.purchasesOfKey.fetch(LedgerStatements.key(keys[index])))
@@ -143,8 +147,17 @@ struct Erasing: RowSteps, Sendable {
         }
     }
 
-    /// The key of the events no purchase gives: a named entitlement's by a grant.
-    static let noKey = LedgerStatements.subscriptionKey("", "", "")
+    /// The stand-in key under which an erased id's own events are read: no purchase has an empty
+    /// bundle id, so it is no key's.
+    static func customerKey(_ customerId: String) -> SubscriptionKey {
+        LedgerStatements.subscriptionKey("customer:" + customerId, "", "")
+    }
+
+    /// The erased id a stand-in key stands for; `nil` for a purchase's key.
+    static func customer(of key: SubscriptionKey) -> String? {
+        guard key.bundleId.isEmpty, key.environment.isEmpty, key.originalTransactionId.hasPrefix("customer:") else { return nil }
+        return String(key.originalTransactionId.dropFirst("customer:".count))
+    }
 
     /// Whether one of a key's transaction copies carries `token` as its `appAccountToken`.
     private static func carry(_ copies: [StoredJSON], token: String) -> Bool {
@@ -177,6 +190,7 @@ struct Erasing: RowSteps, Sendable {
         var writes = erased.map { StoreWrite(ErasureStatements.unlink, [.text($0)]) }
         writes += erased.map { StoreWrite(ErasureStatements.deleteConsent, [.text($0)]) }
         writes += erased.flatMap { id in EntitlementStatements.erasures.map { StoreWrite($0, [.text(id)]) } }
+        writes += erased.map { StoreWrite(ErasureStatements.forgetEventCustomer, [.text($0)]) }
         let erasedSet = Set(erased)
         for (id, payload) in events.sorted(by: { $0.key < $1.key }) {
             if let redacted = try CustomerErasure.redacting(erasedSet, from: payload) {
