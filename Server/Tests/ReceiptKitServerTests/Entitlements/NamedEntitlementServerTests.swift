@@ -348,3 +348,53 @@ extension NamedEntitlementServerTests {
         }
     }
 }
+
+extension NamedEntitlementServerTests {
+    @Test("the server's named entitlements are the library's for the same records, at every instant", arguments: Backend.available)
+    func agreesWithTheLibrary(backend: Backend) async throws {
+        let p = try Payloads()
+        let (t0, day) = (Self.t0, Self.day)
+        // Three customers (their appAccountTokens), through Apple's notifications only.
+        let tokens = ["a1b2c3d4-0000-4000-8000-000000000001", "a1b2c3d4-0000-4000-8000-000000000002", "a1b2c3d4-0000-4000-8000-000000000003"]
+        var bodies: [String] = []
+        func notify(_ type: String, _ transaction: String, _ renewalInfo: String? = nil, at instant: Int64) throws {
+            bodies.append(try p.notification(type: type, signed: instant, transaction: transaction, renewalInfo: renewalInfo))
+        }
+        // The first: a monthly plan renewed once, then a lifetime purchase.
+        try notify("SUBSCRIBED", try p.transaction(id: "9701", original: "9701", purchase: t0, expires: t0 + 30 * day, signed: t0, token: tokens[0]), at: t0)
+        try notify("DID_RENEW", try p.transaction(id: "9702", original: "9701", purchase: t0 + 30 * day, expires: t0 + 60 * day, signed: t0 + 30 * day, token: tokens[0]), at: t0 + 30 * day)
+        try notify("ONE_TIME_CHARGE", try Self.purchase(p, id: "9703", product: Self.lifetime, type: "Non-Consumable", at: t0 + 40 * day, token: tokens[0]), at: t0 + 40 * day)
+        // The second: two stacked passes, one refunded remove-ads, coins.
+        try notify("ONE_TIME_CHARGE", try Self.purchase(p, id: "9711", product: Self.pass, type: "Non-Renewing Subscription", at: t0, token: tokens[1]), at: t0)
+        try notify("ONE_TIME_CHARGE", try Self.purchase(p, id: "9712", product: Self.pass, type: "Non-Renewing Subscription", at: t0 + 10 * day, token: tokens[1]), at: t0 + 10 * day)
+        try notify("ONE_TIME_CHARGE", try Self.purchase(p, id: "9713", product: Self.removeAds, type: "Non-Consumable", at: t0 + day, token: tokens[1]), at: t0 + day)
+        try notify("REFUND", try Self.purchase(p, id: "9713", product: Self.removeAds, type: "Non-Consumable", at: t0 + day, signed: t0 + 5 * day, token: tokens[1], revocation: t0 + 5 * day), at: t0 + 5 * day)
+        try notify("ONE_TIME_CHARGE", try Self.purchase(p, id: "9714", product: Self.coins, type: "Consumable", at: t0 + 2 * day, token: tokens[1]), at: t0 + 2 * day)
+        // The third: a subscription refunded, and its renewal info turned off before.
+        try notify("SUBSCRIBED", try p.transaction(id: "9721", original: "9721", purchase: t0, expires: t0 + 30 * day, signed: t0, token: tokens[2]),
+                   try p.renewalInfo(original: "9721", signed: t0, autoRenew: false), at: t0)
+        try notify("REFUND", try p.transaction(id: "9721", original: "9721", purchase: t0, expires: t0 + 30 * day, signed: t0 + 3 * day, token: tokens[2], revocation: t0 + 3 * day), at: t0 + 3 * day)
+
+        let configuration = try ServerConfiguration(environment: Vectors.environment)
+        let verifier = AppStoreVerifier(configuration.verifier)
+        var ledger = EntitlementLedger()
+        for body in bodies { ledger.add(try verifier.verifyNotification(body)) }
+        let catalog = try Self.catalog()
+        let clock = TestClock(milliseconds: t0 + 100 * day)
+        let (posted, folded) = (bodies, ledger)
+        try await TestServer.run(backend, clock: clock.read, configure: Self.configure()) { server in
+            for body in posted { #expect(try await server.notify(body).status == .ok) }
+            for at in [t0 - day, t0 + 1000, t0 + 2 * day, t0 + 6 * day, t0 + 35 * day, t0 + 45 * day, t0 + 65 * day, t0 + 100 * day] {
+                let instant = Timestamp(millisecondsSince1970: at)
+                for token in tokens {
+                    let states = folded.states(at: instant).filter { $0.appAccountToken == token }
+                    let expected = NamedEntitlement.json(catalog.entitlements(of: states, at: instant))
+                    let answer = try await server.get("/v1/customers/\(token)/entitlements?as_of=\(instant.iso8601)")
+                    let served = try #require(try answer.json()["entitlements"] as? NSDictionary, "\(answer.text)")
+                    let library = try #require(try JSONSerialization.jsonObject(with: Data(expected.utf8)) as? NSDictionary)
+                    #expect(served == library, "\(token) at \(instant): served \(answer.text), the library \(expected)")
+                }
+            }
+        }
+    }
+}
