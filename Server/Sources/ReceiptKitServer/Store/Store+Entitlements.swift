@@ -46,12 +46,12 @@ extension Store {
     /// Writes the named-entitlement events time alone caused: each customer whose
     /// `next_change_at` has passed by `now` (at most `limit`, soonest first) is derived at each
     /// instant its entitlements may have changed, in a transaction of its own
-    /// (``EntitlementSweeping``).
+    /// (``Sweeping``).
     package func sweepEntitlements(now: Timestamp, limit: Int, catalog: EntitlementCatalog) async throws -> SweepReport {
         let due = try await backend.rows(EntitlementStatements.dueCustomers, [.integer(now.millisecondsSince1970), .integer(Int64(limit))])
         var report = SweepReport(due: due.count)
         for customerId in due {
-            let swept = try await backend.write(EntitlementSweeping(customerId: customerId, now: now, targets: feed.targets, catalog: catalog))
+            let swept = try await backend.write(Sweeping(customerId: customerId, now: now, targets: feed.targets, catalog: catalog))
             report.swept += swept.swept ? 1 : 0
             report.events += swept.commit.events.count
             feed.tell(swept.commit)

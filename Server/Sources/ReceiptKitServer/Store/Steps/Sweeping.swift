@@ -1,41 +1,39 @@
 import ReceiptKit
 
-/// One due key swept in its own transaction: its `next_change_at` claimed
-/// (``FeedStatements/claimDueKey``: still due, and on PostgreSQL locked, or skipped when another
-/// transaction holds it), then the key derived at each boundary its state passes up to `now`,
-/// each derivation's writes run before the next reads the state they leave.
-struct Sweeping: RowSteps, Sendable {
-    /// What the sweep wrote, and whether the key was still due (claimed).
+/// One due thing swept in its own transaction — a key (``Derivation``) or a customer's named
+/// entitlements (``EntitlementDerivation``): its `next_change_at` claimed (still due, and on
+/// PostgreSQL locked, or skipped when another transaction holds it), then derived at each boundary
+/// its state passes up to `now`, each derivation's writes run before the next reads the state
+/// they leave.
+struct Sweeping<Derive: RowSteps & Sendable>: RowSteps, Sendable {
+    /// What the sweep wrote, and whether the thing was still due (claimed).
     struct Result: Sendable {
         var commit = FeedCommit()
         var swept = false
     }
 
-    let key: SubscriptionKey
+    /// What one derivation left: its writes, what it tells after the commit, and the next
+    /// boundary of the thing swept, if any.
+    typealias Outcome = (writes: [StoreWrite], commit: FeedCommit, next: Int64?)
+
+    /// The claim: a query whose one row, when still due, is the thing's `next_change_at`.
+    let claim: Fetch
+    let decodeClaim: @Sendable ([[StoreValue]]) throws -> Int64?
     let now: Timestamp
-    let targets: OutboxTargets
+    let derivation: @Sendable (Int64) -> Derive
+    let outcome: @Sendable (Derive.Result) -> Outcome
     private var phase = Phase.start
     private var result = Result()
     private var boundaries = 0
 
-    /// The most boundaries one sweep of a key passes (a period, a grace period, a retry window:
-    /// three follow one another at most).
-    static let maximumBoundaries = 8
-
     private enum Phase {
         case start
-        /// Waiting for the claim's row: the key's `next_change_at`, if it is still due.
+        /// Waiting for the claim's row: the `next_change_at`, if it is still due.
         case claimed
-        /// Deriving the key at a boundary.
-        case deriving(boundary: Int64, Derivation)
+        /// Deriving at a boundary.
+        case deriving(boundary: Int64, Derive)
         /// A derivation's writes run: the next boundary its state passes by now, if any.
         case written(next: Int64?)
-    }
-
-    init(key: SubscriptionKey, now: Timestamp, targets: OutboxTargets) {
-        self.key = key
-        self.now = now
-        self.targets = targets
     }
 
     mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<Result> {
@@ -44,15 +42,15 @@ struct Sweeping: RowSteps, Sendable {
             switch phase {
             case .start:
                 phase = .claimed
-                return .fetch(FeedStatements.claimDueKey.fetch(LedgerStatements.key(key) + [.integer(now.millisecondsSince1970)]))
+                return .fetch(claim)
             case .claimed:
-                guard let boundary = try FeedStatements.claimDueKey.decodeFirst(rows) else { return .done(result) }
+                guard let boundary = try decodeClaim(rows) else { return .done(result) }
                 result.swept = true
-                phase = .deriving(boundary: boundary, derivation(at: boundary))
+                phase = .deriving(boundary: boundary, derivation(boundary))
                 rows = []
             case .written(let next):
-                guard let next, boundaries < Self.maximumBoundaries else { return .done(result) }
-                phase = .deriving(boundary: next, derivation(at: next))
+                guard let next, boundaries < sweepingMaximumBoundaries else { return .done(result) }
+                phase = .deriving(boundary: next, derivation(next))
                 rows = []
             case .deriving(let boundary, var derivation):
                 switch try derivation.nested(rows, in: Result.self) {
@@ -61,18 +59,46 @@ struct Sweeping: RowSteps, Sendable {
                     return io
                 case .done(let derived):
                     boundaries += 1
-                    result.commit.merge(derived.commit)
-                    let next = derived.nextChangeAt[key].flatMap { $0 > boundary && $0 <= now.millisecondsSince1970 ? $0 : nil }
-                    phase = .written(next: next)
-                    return .write(derived.writes)
+                    let outcome = outcome(derived)
+                    result.commit.merge(outcome.commit)
+                    phase = .written(next: outcome.next.flatMap { $0 > boundary && $0 <= now.millisecondsSince1970 ? $0 : nil })
+                    return .write(outcome.writes)
                 }
             }
         }
     }
+}
 
-    private func derivation(at boundary: Int64) -> Derivation {
-        Derivation(
-            keys: [key], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep, recordedAt: now.millisecondsSince1970,
-            targets: targets)
+/// The most boundaries one sweep of a key or a customer passes (a period, a grace period, a
+/// retry window: three follow one another at most; a customer's passes and grants add a few).
+private let sweepingMaximumBoundaries = 8
+
+extension Sweeping where Derive == Derivation {
+    /// One due key (``FeedStatements/claimDueKey``).
+    init(key: SubscriptionKey, now: Timestamp, targets: OutboxTargets) {
+        claim = FeedStatements.claimDueKey.fetch(LedgerStatements.key(key) + [.integer(now.millisecondsSince1970)])
+        decodeClaim = { try FeedStatements.claimDueKey.decodeFirst($0) }
+        self.now = now
+        derivation = { boundary in
+            Derivation(
+                keys: [key], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep, recordedAt: now.millisecondsSince1970,
+                targets: targets)
+        }
+        outcome = { ($0.writes, $0.commit, $0.nextChangeAt[key]) }
+    }
+}
+
+extension Sweeping where Derive == EntitlementDerivation {
+    /// One due customer's named entitlements (``EntitlementStatements/claimDueCustomer``).
+    init(customerId: String, now: Timestamp, targets: OutboxTargets, catalog: EntitlementCatalog) {
+        claim = EntitlementStatements.claimDueCustomer.fetch([.text(customerId), .integer(now.millisecondsSince1970)])
+        decodeClaim = { try EntitlementStatements.claimDueCustomer.decodeFirst($0) }
+        self.now = now
+        derivation = { boundary in
+            EntitlementDerivation(
+                customers: [customerId], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep,
+                recordedAt: now.millisecondsSince1970, targets: targets, catalog: catalog)
+        }
+        outcome = { ($0.writes, $0.commit, $0.nextChangeAt[customerId]) }
     }
 }
