@@ -4,15 +4,35 @@ package import ReceiptKit
 /// customers whose entitlements time alone changes, and the product types a file is checked
 /// against.
 extension Store {
-    /// A customer's states at an instant and its grants, in one snapshot (``EntitlementReading``).
+    /// A customer's states at an instant and its grants: its keys and grants in one statement
+    /// (``EntitlementStatements/sourcesOfCustomer``), then each key's state in one statement of
+    /// its own (``Evaluation``), as ``states(customerId:at:)`` reads them — no transaction around
+    /// them, so that an app's poll is two round trips to PostgreSQL for a customer with one
+    /// purchase.
     ///
-    /// - Parameter namedProductsOf: Only the keys whose product this catalog names are evaluated
-    ///   (an app's poll of one entitlement now); `nil`: every key (the customer's whole answer, or
-    ///   an `as_of` in the past, when a key's product may have been another).
+    /// - Parameter namedProductsOf: Only the keys whose product this catalog names (or whose
+    ///   product is not derived yet) are evaluated (an app's poll of one entitlement now); `nil`:
+    ///   every key (the customer's whole answer, or an `as_of` in the past, when a key's product
+    ///   may have been another).
     package func entitlementSources(
         customerId: String, at instant: Timestamp, namedProductsOf catalog: EntitlementCatalog? = nil
     ) async throws -> (states: [SubscriptionState], grants: [StoredGrant]) {
-        try await backend.read(EntitlementReading(customerId: customerId, at: instant, namedProductsOf: catalog))
+        var keys: [SubscriptionKey] = []
+        var grants: [StoredGrant] = []
+        for source in try await backend.rows(EntitlementStatements.sourcesOfCustomer, [.text(customerId), .text(customerId)]) {
+            switch source {
+            case .key(let key, let productId):
+                if let catalog, let productId, catalog.names(forProductId: productId).isEmpty { continue }
+                keys.append(key)
+            case .grant(let grant):
+                grants.append(grant)
+            }
+        }
+        var states: [SubscriptionState] = []
+        for key in keys.sorted() {
+            if let state = try await state(of: key, at: instant) { states.append(state) }
+        }
+        return (states, grants.sorted { ($0.grantedAt, $0.id) < ($1.grantedAt, $1.id) })
     }
 
     /// Stores a grant and derives the customer's entitlements after it (its events), in one

@@ -5,7 +5,8 @@ import PostgresNIO
 /// `PostgresPreparedStatement`, which the connection keeps by ``name`` until it closes). Every
 /// other statement is sent unnamed, parsed and planned each time it runs.
 ///
-/// Named here are the statements of every read of a key and of every search, where planning
+/// Named here are the statements of every read of a key, of a customer's named entitlements and
+/// of every search, where planning
 /// costs more than running: the four-part `UNION ALL` of a key's current rows
 /// (``LedgerStatements/current``) took 1.36 ms a run planned each time against 0.17 ms prepared
 /// (`pgbench -M extended` against `-M prepared`, one client, a database of 50,000 keys).
@@ -30,8 +31,13 @@ enum PostgresNamedStatements {
         static let name = "receiptkit_keys_of_transaction_id", statement = ConsoleStatements.keysOfTransactionId.statement
     }
 
+    /// What an app's poll of a named entitlement reads first (``Store/entitlementSources(customerId:at:namedProductsOf:)``).
+    enum SourcesOfCustomer: PostgresNamedStatement {
+        static let name = "receiptkit_sources_of_customer", statement = EntitlementStatements.sourcesOfCustomer.statement
+    }
+
     static let all: [any PostgresNamedStatement.Type] = [
-        Current.self, KeysOfOriginalTransactionId.self, KeysOfCustomer.self, KeysOfTransactionId.self,
+        Current.self, KeysOfOriginalTransactionId.self, KeysOfCustomer.self, KeysOfTransactionId.self, SourcesOfCustomer.self,
     ]
 
     /// Each named statement by its PostgreSQL text.

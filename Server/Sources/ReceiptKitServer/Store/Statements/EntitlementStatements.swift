@@ -99,6 +99,29 @@ enum EntitlementStatements {
          productId: productId)
     }
 
+    /// What a customer's named entitlements are derived from, in one statement (one snapshot, one
+    /// round trip): each key linked to the customer with the product its state was last derived
+    /// with, and each of its grants. Values: customer id, customer id.
+    static let sourcesOfCustomer = Query(
+        """
+        SELECT 0, c.original_transaction_id, c.bundle_id, c.environment, s.derived_product_id,
+            CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS TEXT), CAST(NULL AS BIGINT), CAST(NULL AS TEXT)
+        FROM customer_subscriptions c
+        LEFT JOIN subscriptions s ON s.original_transaction_id = c.original_transaction_id AND s.bundle_id = c.bundle_id
+            AND s.environment = c.environment
+        WHERE c.customer_id = ?
+        UNION ALL
+        SELECT 1, grant_id, entitlement, granted_by, reason, granted_at, expires_at, customer_id, ended_at, ended_by
+        FROM entitlement_grants WHERE customer_id = ?
+        """
+    ) {
+        (part: Int64, a: String, b: String, c: String, d: String?, e: Int64?, f: Int64?, g: String?, h: Int64?, i: String?) throws
+            -> EntitlementSource in
+        if part == 0 { return .key(LedgerStatements.subscriptionKey(a, b, c), productId: d) }
+        guard let grantedAt = e, let customerId = g else { throw StoreError.damaged("a grant row has no granted_at or customer_id") }
+        return .grant(StoredGrant(a, customerId, b, grantedAt, f, d, c, h, i))
+    }
+
     /// One key of a product, to learn the product's type from its state.
     static let keyOfProduct = Query(
         "SELECT original_transaction_id, bundle_id, environment FROM subscriptions WHERE derived_product_id = ? LIMIT 1",
@@ -112,6 +135,12 @@ enum EntitlementStatements {
         StoreStatement("DELETE FROM customer_entitlements WHERE customer_id = ?"),
         StoreStatement("DELETE FROM entitlement_checks WHERE customer_id = ?"),
     ]
+}
+
+/// One row of ``EntitlementStatements/sourcesOfCustomer``.
+enum EntitlementSource: Sendable {
+    case key(SubscriptionKey, productId: String?)
+    case grant(StoredGrant)
 }
 
 /// One grant as `entitlement_grants` keeps it.
