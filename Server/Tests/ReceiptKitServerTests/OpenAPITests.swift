@@ -104,7 +104,7 @@ struct OpenAPITests {
             Sample(method: "delete", path: "/v1/customers/{customer_id}", uri: "/v1/customers/o", body: nil, token: true),
         ]
         // The routes that ask Apple, answered by a server reaching the fake App Store Server API
-        // (and, with no key configured, 501).
+        // (and, with no key configured, 409).
         let apple = [
             Sample(method: "post", path: "/v1/transactions", uri: "/v1/transactions", body: #"{"transaction_id":"8000000101","customer_id":"a"}"#, token: true),
             Sample(method: "post", path: "/v1/transactions", uri: "/v1/transactions", body: #"{"transaction_id":"8999999999","customer_id":"a"}"#, token: true),

@@ -19,7 +19,7 @@ struct ConsumptionRequests: Sendable {
     /// - Returns: The request's deadline and the outbox row.
     /// - Throws: 400 `customer_consent_required` (Apple takes the data only with the customer's
     ///   consent) or `invalid_request` (a field, for this purchase), 404
-    ///   `consumption_request_not_found`, 409 `consumption_deadline_passed`, 501
+    ///   `consumption_request_not_found`, 409 `consumption_deadline_passed`, 409
     ///   `reconciliation_off` without the App Store Server API; ``StoreError``.
     func answer(_ answer: ConsumptionAnswer, transactionId: String, now: Int64) async throws -> (deadline: Int64, delivery: Delivery?) {
         guard answer.customerConsented == true else {

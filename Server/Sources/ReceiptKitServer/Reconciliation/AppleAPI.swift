@@ -142,8 +142,9 @@ struct AppleAPI: Sendable {
         return AppleAPI(key: settings.key, syncs: syncs, bundleIds: bundleIds)
     }
 
-    /// The answer when the server has no In-App Purchase key.
+    /// The answer when the server has no In-App Purchase key: 409, a feature this server is not
+    /// configured for (a 5xx would say "our fault" to every client and alert).
     static let notConfigured = APIError(
-        .notImplemented, "reconciliation_off",
+        .conflict, "reconciliation_off",
         "this needs the App Store Server API: set RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE")
 }

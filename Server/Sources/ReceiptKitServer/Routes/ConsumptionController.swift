@@ -12,7 +12,7 @@ import ReceiptKit
 ///   200 `{"transaction_id", "deadline", "delivery"}` once committed. 400 `invalid_request` (a
 ///   field), 400 `customer_consent_required` (`customer_consented` is not true: Apple refuses
 ///   the data without it), 404 `consumption_request_not_found`, 409
-///   `consumption_deadline_passed`, 501 `reconciliation_off` without an In-App Purchase key.
+///   `consumption_deadline_passed`, 409 `reconciliation_off` without an In-App Purchase key.
 /// - `PUT /v1/customers/{customer_id}/consumption-consent`: `{"consented": true|false}`, whether
 ///   the customer agreed to share consumption data; `RECEIPTKIT_CONSUMPTION_DEFAULT` answers only
 ///   for customers who did. 200 `{"customer_id", "consented", "updated_at"}`.

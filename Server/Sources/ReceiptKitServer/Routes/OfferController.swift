@@ -4,7 +4,7 @@ import Hummingbird
 import ReceiptKit
 
 /// `POST /v1/offers/signature`: signs an offer for the app with the In-App Purchase key, so the
-/// app never holds the key (the App Store Server API configured; 501 `reconciliation_off`
+/// app never holds the key (the App Store Server API configured; 409 `reconciliation_off`
 /// otherwise). The body:
 ///
 /// - `{"type": "promotional_offer", "product_id", "offer_id", "app_account_token"?}`: Apple's

@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import ReceiptKit
 
-/// The routes that ask Apple (the App Store Server API configured; 501 `reconciliation_off`
+/// The routes that ask Apple (the App Store Server API configured; 409 `reconciliation_off`
 /// otherwise):
 ///
 /// - `POST /v1/subscriptions/{original_transaction_id}/sync[?bundle_id=…&environment=…]`: the

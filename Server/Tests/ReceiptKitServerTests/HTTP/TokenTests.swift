@@ -84,7 +84,7 @@ struct TokenTests {
                     #expect(try reconcile.errorMessage().contains("needs a token with scope admin"))
                 } else {
                     // Past the scope: reconciliation is off in this configuration.
-                    try reconcile.expectError(.notImplemented, "reconciliation_off")
+                    try reconcile.expectError(.conflict, "reconciliation_off")
                 }
             }
             try await server.get("/v1/events", token: "rk_unknown").expectError(.unauthorized, "unauthorized")

@@ -145,11 +145,11 @@ struct OfferSignatureTests {
         }
     }
 
-    @Test("without the In-App Purchase key: 501 reconciliation_off")
+    @Test("without the In-App Purchase key: 409 reconciliation_off")
     func notConfigured() async throws {
         try await TestServer.run(.sqlite) { server in
             try await server.post("/v1/offers/signature", Self.body(["type": "promotional_offer", "product_id": "p", "offer_id": "o"]))
-                .expectError(.notImplemented, "reconciliation_off")
+                .expectError(.conflict, "reconciliation_off")
         }
     }
 }

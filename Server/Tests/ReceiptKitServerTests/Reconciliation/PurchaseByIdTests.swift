@@ -175,11 +175,11 @@ struct PurchaseByIdTests {
         }
     }
 
-    @Test("without the App Store Server API configured, transaction_id is 501 reconciliation_off")
+    @Test("without the App Store Server API configured, transaction_id is 409 reconciliation_off")
     func notConfigured() async throws {
         try await TestServer.run(.sqlite) { server in
             try await server.post("/v1/transactions", Self.body(["transaction_id": "2000000100", "customer_id": "c"]))
-                .expectError(.notImplemented, "reconciliation_off")
+                .expectError(.conflict, "reconciliation_off")
         }
     }
 }

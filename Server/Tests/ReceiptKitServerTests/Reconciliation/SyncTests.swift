@@ -162,7 +162,7 @@ struct SyncTests {
         }
     }
 
-    @Test("sync routes: 400 for an id that is not a transaction id, 404 for one Apple does not know, 501 when off")
+    @Test("sync routes: 400 for an id that is not a transaction id, 404 for one Apple does not know, 409 when off")
     func refusals() async throws {
         let fake = try AppleFake.fake(AppleFake.subscription(original: 4_000_000_300, renewals: 1))
         try await AppleFake.withServer(.sqlite, fake: fake) { server in
@@ -170,9 +170,9 @@ struct SyncTests {
             try await server.post("/v1/subscriptions/4999999999/sync", "").expectError(.notFound, "transaction_not_found")
         }
         try await TestServer.run(.sqlite) { server in
-            try await server.post("/v1/subscriptions/4000000300/sync", "").expectError(.notImplemented, "reconciliation_off")
-            try await server.post("/v1/customers/c/sync", "").expectError(.notImplemented, "reconciliation_off")
-            try await server.post("/v1/reconcile", "").expectError(.notImplemented, "reconciliation_off")
+            try await server.post("/v1/subscriptions/4000000300/sync", "").expectError(.conflict, "reconciliation_off")
+            try await server.post("/v1/customers/c/sync", "").expectError(.conflict, "reconciliation_off")
+            try await server.post("/v1/reconcile", "").expectError(.conflict, "reconciliation_off")
         }
     }
 }
