@@ -130,7 +130,7 @@ package func buildServer(
     retention.add(to: router)
     let tokens = try APITokens(token: configuration.apiToken, file: configuration.apiTokensFile)
     if tokens.file != nil || configuration.entitlements != nil {
-        services.append(TokenReloadService(
+        services.append(SignalReloadService(
             tokens: tokens, entitlements: configuration.entitlements.map { ($0, store, { Timestamp(clock()) }) }, logger: logger))
     }
     if let file = configuration.entitlements {

@@ -17,22 +17,13 @@ extension Store {
     package func entitlementSources(
         customerId: String, at instant: Timestamp, namedProductsOf catalog: EntitlementCatalog? = nil
     ) async throws -> (states: [SubscriptionState], grants: [StoredGrant]) {
-        var keys: [SubscriptionKey] = []
-        var grants: [StoredGrant] = []
-        for source in try await backend.rows(EntitlementStatements.sourcesOfCustomer, [.text(customerId), .text(customerId)]) {
-            switch source {
-            case .key(let key, let productId):
-                if let catalog, let productId, catalog.names(forProductId: productId).isEmpty { continue }
-                keys.append(key)
-            case .grant(let grant):
-                grants.append(grant)
-            }
-        }
+        let (keys, grants) = EntitlementStatements.split(
+            try await backend.rows(EntitlementStatements.sourcesOfCustomer, [.text(customerId), .text(customerId)]), namedProductsOf: catalog)
         var states: [SubscriptionState] = []
-        for key in keys.sorted() {
+        for key in keys {
             if let state = try await state(of: key, at: instant) { states.append(state) }
         }
-        return (states, grants.sorted { ($0.grantedAt, $0.id) < ($1.grantedAt, $1.id) })
+        return (states, grants)
     }
 
     /// Stores a grant and derives the customer's entitlements after it (its events), in one

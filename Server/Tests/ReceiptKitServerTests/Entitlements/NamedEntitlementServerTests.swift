@@ -63,6 +63,8 @@ struct NamedEntitlementServerTests {
             if let url {
                 configuration.events.webhookURL = url
                 configuration.events.webhookSecret = "whsec-entitlements"
+                // The story's clock moves weeks while a failed delivery waits: keep it trying.
+                configuration.events.retryWindow = .seconds(365 * 86_400)
                 configuration.events.delivery = DeliveryPolicy(
                     firstRetry: .milliseconds(50), maximumWait: .milliseconds(400), timeout: .seconds(5), concurrency: 4,
                     pollInterval: .milliseconds(50), keepDelivered: .seconds(365 * 86_400))
@@ -70,7 +72,7 @@ struct NamedEntitlementServerTests {
         }
     }
 
-    @Test("purchases, a grant, a refund and the sweep: each entitlement event once, in order, to the webhook; the answers agree",
+    @Test("purchases, a grant, a refund and the sweep: each entitlement event accepted once, in order, by a webhook that fails first; the answers agree",
           arguments: Backend.available)
     func story(backend: Backend) async throws {
         let p = try Payloads()
@@ -92,6 +94,9 @@ struct NamedEntitlementServerTests {
         let refund = try p.notification(type: "REFUND", signed: t0 + 2 * day, transaction: refunded, renewalInfo: nil)
         let renewalOff = try p.renewalInfo(original: "9101", signed: t0 + 3000, autoRenew: false)
 
+        // The receiver fails its first requests: each event is retried, and a customer's next one
+        // waits behind it.
+        receiver.answer(next: [.status(500), .status(503), .status(500), .status(502)])
         try await receiver.run {
             try await TestServer.run(backend, clock: clock.read, configure: Self.configure(receiver: receiver, sweep: .milliseconds(50))) { server in
                 var answer = try await server.post("/v1/transactions", Self.body(["signed_transaction": monthly, "customer_id": customer]))
@@ -172,6 +177,7 @@ struct NamedEntitlementServerTests {
                 }
                 let delivered = receiver.accepted.compactMap(\.json).filter { ($0["type"] as? String)?.hasPrefix("entitlement.") == true }
                 #expect(delivered.map { $0["id"] as? String } == events.map { $0["id"] as? String })
+                #expect(receiver.received.count > receiver.accepted.count, "the receiver's failures were retried")
                 all = try await server.get("/v1/customers/\(customer)/entitlements").json()
                 by = try #require(all["entitlements"] as? [String: [String: Any]])
                 #expect(by.values.allSatisfy { $0["active"] as? Bool == false })

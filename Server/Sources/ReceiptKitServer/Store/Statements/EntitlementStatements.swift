@@ -84,21 +84,6 @@ enum EntitlementStatements {
 
     // MARK: Keys
 
-    /// The keys linked to a customer with the product their state was last derived with (`NULL`
-    /// before the feed derived one): a customer's purchases of products no entitlement names are
-    /// not evaluated.
-    static let keysWithProductOfCustomer = Query(
-        """
-        SELECT c.original_transaction_id, c.bundle_id, c.environment, s.derived_product_id FROM customer_subscriptions c
-        LEFT JOIN subscriptions s ON s.original_transaction_id = c.original_transaction_id AND s.bundle_id = c.bundle_id
-            AND s.environment = c.environment
-        WHERE c.customer_id = ?
-        """
-    ) { (originalTransactionId: String, bundleId: String, environment: String, productId: String?) in
-        (key: LedgerStatements.subscriptionKey(originalTransactionId, bundleId, environment),
-         productId: productId)
-    }
-
     /// What a customer's named entitlements are derived from, in one statement (one snapshot, one
     /// round trip): each key linked to the customer with the product its state was last derived
     /// with, and each of its grants. Values: customer id, customer id.
@@ -120,6 +105,26 @@ enum EntitlementStatements {
         if part == 0 { return .key(LedgerStatements.subscriptionKey(a, b, c), productId: d) }
         guard let grantedAt = e, let customerId = g else { throw StoreError.damaged("a grant row has no granted_at or customer_id") }
         return .grant(StoredGrant(a, customerId, b, grantedAt, f, d, c, h, i))
+    }
+
+    /// The keys and grants of ``sourcesOfCustomer``'s rows, the keys sorted, the grants oldest
+    /// first; with `catalog`, only the keys whose product it names, or whose product is not
+    /// derived yet (a customer's thousand consumables cost nothing).
+    static func split(
+        _ sources: [EntitlementSource], namedProductsOf catalog: EntitlementCatalog?
+    ) -> (keys: [SubscriptionKey], grants: [StoredGrant]) {
+        var keys: [SubscriptionKey] = []
+        var grants: [StoredGrant] = []
+        for source in sources {
+            switch source {
+            case .key(let key, let productId):
+                if let catalog, let productId, catalog.names(forProductId: productId).isEmpty { continue }
+                keys.append(key)
+            case .grant(let grant):
+                grants.append(grant)
+            }
+        }
+        return (keys.sorted(), grants.sorted { ($0.grantedAt, $0.id) < ($1.grantedAt, $1.id) })
     }
 
     /// One key of a product, to learn the product's type from its state.

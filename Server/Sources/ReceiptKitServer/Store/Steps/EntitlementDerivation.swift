@@ -1,9 +1,9 @@
 import ReceiptKit
 
 /// Customers' named entitlements after an input, a grant or the passing of time, in the
-/// transaction that causes the change: for each customer, the keys linked to it whose product
-/// an entitlement names (or whose product is not derived yet) evaluated at the instant
-/// (``Evaluation``), its grants read, ReceiptKit's rules applied
+/// transaction that causes the change: for each customer, its keys and grants read in one
+/// statement (``EntitlementStatements/sourcesOfCustomer``), the keys whose product an entitlement
+/// names (or whose product is not derived yet) evaluated at the instant (``Evaluation``), ReceiptKit's rules applied
 /// (``EntitlementCatalog/entitlements(of:at:grants:bundleId:)``), and the result compared with
 /// what the feed last told (`customer_entitlements`): each entitlement that became active or
 /// inactive is an event, written with its outbox row (ordered by customer), and the customer's
@@ -48,7 +48,6 @@ struct EntitlementDerivation: RowSteps, Sendable {
         /// A customer's keys read.
         case keyed(Int)
         case evaluating(Int, Customer, Int, Evaluation?)
-        case grants(Int, Customer)
         case told(Int, Customer)
         case ids
     }
@@ -89,17 +88,16 @@ struct EntitlementDerivation: RowSteps, Sendable {
                     return .fetch(FeedStatements.drawIds.fetch([.integer(Int64(events.count))]))
                 }
                 phase = .keyed(index)
-                return .fetch(EntitlementStatements.keysWithProductOfCustomer.fetch([.text(customers[index])]))
+                let customerId = StoreValue.text(customers[index])
+                return .fetch(EntitlementStatements.sourcesOfCustomer.fetch([customerId, customerId]))
             case .keyed(let index):
-                let keys = try EntitlementStatements.keysWithProductOfCustomer.decode(rows)
-                    .filter { $0.productId.map { !catalog.names(forProductId: $0).isEmpty } ?? true }
-                    .map(\.key).sorted()
-                phase = .evaluating(index, Customer(keys: keys), 0, nil)
+                let sources = EntitlementStatements.split(try EntitlementStatements.sourcesOfCustomer.decode(rows), namedProductsOf: catalog)
+                phase = .evaluating(index, Customer(keys: sources.keys, grants: sources.grants.map(\.grant)), 0, nil)
                 rows = []
             case .evaluating(let index, var customer, let keyIndex, let running):
                 guard keyIndex < customer.keys.count else {
-                    phase = .grants(index, customer)
-                    return .fetch(EntitlementStatements.grantsOfCustomer.fetch([.text(customers[index])]))
+                    phase = .told(index, customer)
+                    return .fetch(EntitlementStatements.toldOfCustomer.fetch([.text(customers[index])]))
                 }
                 var evaluation = running ?? Evaluation(key: customer.keys[keyIndex], at: instant, written: written)
                 switch try evaluation.nested(running == nil ? [] : rows, in: Result.self) {
@@ -111,10 +109,6 @@ struct EntitlementDerivation: RowSteps, Sendable {
                     phase = .evaluating(index, customer, keyIndex + 1, nil)
                     rows = []
                 }
-            case .grants(let index, var customer):
-                customer.grants = try EntitlementStatements.grantsOfCustomer.decode(rows).map(\.grant)
-                phase = .told(index, customer)
-                return .fetch(EntitlementStatements.toldOfCustomer.fetch([.text(customers[index])]))
             case .told(let index, let customer):
                 let told = Dictionary(try EntitlementStatements.toldOfCustomer.decode(rows).map { ($0.name, $0.active) }) { $1 }
                 derive(customers[index], customer, told: told)

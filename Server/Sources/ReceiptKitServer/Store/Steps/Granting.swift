@@ -20,7 +20,7 @@ struct Granting: RowSteps, Sendable {
     private enum Phase {
         case start, read, written
         case deriving(EntitlementDerivation)
-        case reread
+        case finished
     }
 
     init(customerId: String, change: Change, at instant: Timestamp, targets: OutboxTargets, catalog: EntitlementCatalog) {
@@ -70,11 +70,11 @@ struct Granting: RowSteps, Sendable {
                     return io
                 case .done(let derived):
                     commit = derived.commit
-                    phase = .reread
+                    phase = .finished
                     if !derived.writes.isEmpty { return .write(derived.writes) }
                     rows = []
                 }
-            case .reread:
+            case .finished:
                 return .done((grant, commit))
             }
         }

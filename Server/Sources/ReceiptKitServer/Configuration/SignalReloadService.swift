@@ -12,7 +12,7 @@ import UnixSignals
 ///   (``EntitlementsFile/check(_:path:against:at:)``).
 ///
 /// A file that does not read is logged and what it gave stays as it was.
-struct TokenReloadService: Service {
+struct SignalReloadService: Service {
     let tokens: APITokens
     var entitlements: (file: EntitlementsFile, store: Store, clock: @Sendable () -> Timestamp)?
     let logger: Logger
