@@ -124,7 +124,8 @@ package func buildServer(
     }
 
     let router = Router(context: ServerRequestContext.self)
-    router.add(middleware: RequestLogMiddleware(metrics: environment.metrics, timeout: configuration.requestTimeout))
+    let methods = RouteMethods()
+    router.add(middleware: RequestLogMiddleware(metrics: environment.metrics, timeout: configuration.requestTimeout, methods: methods))
     HealthController(environment: environment).add(to: router)
     NotificationController(environment: environment).add(to: router)
     retention.add(to: router)
@@ -170,5 +171,7 @@ package func buildServer(
         sweepMigratedContinuation.finish()
         deliveryMigratedContinuation.finish()
     }
-    return BuiltServer(application: app, routes: router.routes.map { (method: $0.method.rawValue, path: $0.path.description) })
+    let routes = router.routes.map { (method: $0.method.rawValue, path: $0.path.description) }
+    methods.fill(routes)
+    return BuiltServer(application: app, routes: routes)
 }

@@ -6,7 +6,7 @@ import ReceiptKit
 /// takes it (Apple's Send Consumption Information v2 fields, in snake_case), and as
 /// `RECEIPTKIT_CONSUMPTION_DEFAULT` configures it (without `customer_consented`, which only a
 /// customer's recorded consent gives).
-public struct ConsumptionAnswer: Sendable, Hashable, Decodable {
+public struct ConsumptionAnswer: Sendable, Hashable, Decodable, RequestFields {
     /// Apple's `deliveryStatus` values.
     static let deliveryStatuses: Set<String> = [
         "DELIVERED", "UNDELIVERED_QUALITY_ISSUE", "UNDELIVERED_WRONG_ITEM", "UNDELIVERED_SERVER_OUTAGE", "UNDELIVERED_OTHER",
@@ -21,7 +21,8 @@ public struct ConsumptionAnswer: Sendable, Hashable, Decodable {
     public var consumptionPercentage: Int?
     public var sampleContentProvided: Bool
 
-    private enum CodingKeys: String, CodingKey {
+    typealias Fields = CodingKeys
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case customerConsented = "customer_consented"
         case deliveryStatus = "delivery_status"
         case refundPreference = "refund_preference"

@@ -15,13 +15,20 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
     public let message: String
     /// Seconds after which a retry may succeed (the `Retry-After` header of a 503), if known.
     public let retryAfterSeconds: Int?
+    /// The methods the path is served with (the `Allow` header of a 405), if this is one.
+    let allow: [String]?
 
     /// Creates an error.
     public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, retryAfterSeconds: Int? = nil) {
+        self.init(status, code, message, retryAfterSeconds: retryAfterSeconds, allow: nil)
+    }
+
+    init(_ status: HTTPResponse.Status, _ code: String, _ message: String, retryAfterSeconds: Int? = nil, allow: [String]?) {
         self.status = status
         self.code = code
         self.message = message
         self.retryAfterSeconds = retryAfterSeconds
+        self.allow = allow
     }
 
     /// `code: message`, for a log or a command's standard error.
@@ -72,6 +79,7 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
             ?? #"{"error":{"code":"internal_error","message":"the error could not be written"}}"#
         var response = Response.json(body, status: status)
         if let retryAfterSeconds { response.headers[.retryAfter] = String(retryAfterSeconds) }
+        if let allow { response.headers[.allow] = allow.joined(separator: ", ") }
         return response
     }
 }

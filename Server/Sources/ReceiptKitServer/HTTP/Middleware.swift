@@ -12,6 +12,8 @@ struct RequestLogMiddleware: RouterMiddleware {
 
     let metrics: ServerMetrics
     let timeout: Duration
+    /// Each path's methods, for a 405 where the router found no route.
+    let methods: RouteMethods
 
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
@@ -33,9 +35,15 @@ struct RequestLogMiddleware: RouterMiddleware {
         } catch let error as HTTPError {
             let apiError: APIError
             switch error.status {
-            case .notFound: apiError = APIError(.notFound, "not_found", "no route \(request.method) \(request.uri.path)")
-            case .methodNotAllowed:
-                apiError = APIError(.methodNotAllowed, "method_not_allowed", "\(request.method) is not allowed on \(request.uri.path)")
+            case .notFound, .methodNotAllowed:
+                if let allowed = methods.allowed(on: request.uri.path) {
+                    apiError = APIError(
+                        .methodNotAllowed, "method_not_allowed",
+                        "\(request.method) is not allowed on \(request.uri.path); it is served with \(allowed.joined(separator: ", "))",
+                        allow: allowed)
+                } else {
+                    apiError = APIError(.notFound, "not_found", "no route \(request.method) \(request.uri.path)")
+                }
             case .contentTooLarge: apiError = APIError(.contentTooLarge, "input_too_large", "the body is too large")
             default: apiError = APIError(error.status, "invalid_request", error.status.reasonPhrase)
             }

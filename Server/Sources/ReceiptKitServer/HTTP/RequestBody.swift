@@ -5,14 +5,29 @@ import ReceiptKit
 /// once (``StrictJSON``) — so that no body means one thing here and another to a proxy or a log
 /// that kept the other copy of a member — then decoded into a typed value. Every fault is 400
 /// `invalid_request` naming the member.
+///
+/// A member is absent or of its type: `null` stands for absent only where the body's type says so
+/// (``RequestFields/nullable``, `type: [string, 'null']` in `Server/openapi.yaml`), and a member
+/// the type does not know is refused (`additionalProperties: false`), naming the ones it does —
+/// so a misspelt optional member is an error, not a silent default.
 enum RequestBody {
-    static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8]) throws(APIError) -> Value {
+    static func decode<Value: RequestFields>(_ type: Value.Type, from bytes: [UInt8]) throws(APIError) -> Value {
         do {
             try StrictJSON.checkObject(bytes, what: "the body")
         } catch let error as ReceiptKitError {
             throw APIError.invalidRequest(error.message)
         } catch {
             throw APIError.invalidRequest("the body is not a JSON object")
+        }
+        // StrictJSON has read it as one object; Foundation lists its members.
+        if let members = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] {
+            let known = Value.Fields.allCases.map(\.stringValue)
+            if !Value.othersIgnored, let unknown = members.keys.sorted().first(where: { !known.contains($0) }) {
+                throw APIError.invalidRequest("the body has a member \(unknown), which is not one of \(known.joined(separator: ", "))")
+            }
+            if let null = members.keys.sorted().first(where: { members[$0] is NSNull && !Value.nullable.contains($0) }) {
+                throw APIError.invalidRequest("\(null) is null; leave it out, or give a value of its type")
+            }
         }
         do {
             return try JSONDecoder().decode(Value.self, from: Data(bytes))
@@ -50,4 +65,21 @@ enum RequestBody {
         default: "a \(type)"
         }
     }
+}
+
+/// A request body's type, as ``RequestBody`` reads it: the members it has, and which of them may
+/// be `null`.
+protocol RequestFields: Decodable {
+    /// Every member of the body.
+    associatedtype Fields: CodingKey & CaseIterable
+    /// The members that may be `null`, standing for absent; none unless the type says.
+    static var nullable: Set<String> { get }
+    /// Whether a member not in ``Fields`` is ignored rather than refused (Apple's verifyReceipt
+    /// body, which the drop-in reads as Apple did).
+    static var othersIgnored: Bool { get }
+}
+
+extension RequestFields {
+    static var nullable: Set<String> { [] }
+    static var othersIgnored: Bool { false }
 }

@@ -50,16 +50,28 @@ struct ConsoleController {
         }
     }
 
-    /// The longest search text taken.
+    /// The longest search text taken, in characters (Unicode scalars).
     static let maximumQueryLength = 1_024
 
+    /// ECMA-262's WhiteSpace and LineTerminator: what a search text is trimmed of.
+    static func isSpace(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x09...0x0D, 0x20, 0xA0, 0x1680, 0x2000...0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF: true
+        default: false
+        }
+    }
+
     func search(_ request: Request) async throws -> Response {
-        let query = (request.uri.queryParameters.get("q") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        // Trimmed of the white space JSON Schema's `\s` names (ECMA-262's WhiteSpace and
+        // LineTerminator), so that the document's pattern says exactly which texts are empty.
+        let given = request.uri.queryParameters.get("q") ?? ""
+        guard given.unicodeScalars.count <= Self.maximumQueryLength, !given.unicodeScalars.contains("\u{0}") else {
+            throw APIError.invalidRequest("q must be at most \(Self.maximumQueryLength) characters, none of them U+0000")
+        }
+        let query = String(String.UnicodeScalarView(
+            given.unicodeScalars.drop(while: Self.isSpace).reversed().drop(while: Self.isSpace).reversed()))
         guard !query.isEmpty else {
             throw APIError.invalidRequest("q is empty; give a customer id, an original transaction id, a transaction id or an appAccountToken")
-        }
-        guard query.utf8.count <= Self.maximumQueryLength else {
-            throw APIError.invalidRequest("q is longer than \(Self.maximumQueryLength) bytes")
         }
         let store = environment.store
         var matches: [SearchAnswer.Match] = []

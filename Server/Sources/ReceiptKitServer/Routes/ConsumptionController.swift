@@ -28,11 +28,12 @@ struct ConsumptionController {
             try await answer(request, context: context)
         }
         group.route(.put, "customers/{customer_id}/consumption-consent", scope: .write) { request, context in
-            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
-            guard !customerId.isEmpty, customerId.utf8.count <= 256 else {
-                throw APIError.invalidRequest("customer_id must be a non-empty string of at most 256 bytes")
+            let customerId = try RouteEnvironment.customerId(in: context)
+            struct Consent: RequestFields {
+                typealias Fields = CodingKeys
+                enum CodingKeys: String, CodingKey, CaseIterable { case consented }
+                var consented: Bool
             }
-            struct Consent: Decodable { var consented: Bool }
             let body = try await environment.body(of: request, upTo: 4096)
             let consent = try RequestBody.decode(Consent.self, from: body)
             let now = environment.now

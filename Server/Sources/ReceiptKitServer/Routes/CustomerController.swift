@@ -10,7 +10,7 @@ struct CustomerController {
 
     func add(to group: RouterGroup<ServerRequestContext>) {
         group.route(.delete, "customers/{customer_id}", scope: .admin) { _, context in
-            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
+            let customerId = try RouteEnvironment.customerId(in: context)
             let store = environment.store
             guard let outcome = try await environment.read({ try await store.erase(customerId: customerId) }) else {
                 throw APIError(.notFound, "not_found", "no subscription is linked to customer \(customerId) and no consent is recorded")

@@ -27,13 +27,13 @@ struct EntitlementController {
 
     func add(to group: RouterGroup<ServerRequestContext>) {
         group.route(.get, "customers/{customer_id}/entitlements", scope: .read) { request, context in
-            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
+            let customerId = try RouteEnvironment.customerId(in: context)
             let instant = try environment.instant(request)
             let filter = try KeyFilter(request)
             return try Response.json(try await environment.entitlements(customerId: customerId, at: instant, filter: filter))
         }
         group.route(.get, "customers/{customer_id}/entitlements/{name}", scope: .read) { request, context in
-            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
+            let customerId = try RouteEnvironment.customerId(in: context)
             let name = try RouteEnvironment.pathParameter("name", in: context)
             let catalog = try environment.catalog()
             guard catalog.names.contains(name) else {

@@ -30,7 +30,7 @@ struct FeedController {
             return try Response.json(EventPage(events, after: after, limit: limit))
         }
         group.route(.get, "customers/{customer_id}/events", scope: .read) { request, context in
-            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
+            let customerId = try RouteEnvironment.customerId(in: context)
             let (after, limit) = try Self.cursor(request)
             let filter = try KeyFilter(request)
             let store = environment.store

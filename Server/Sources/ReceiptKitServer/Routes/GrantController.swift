@@ -27,7 +27,7 @@ struct GrantController {
 
     func add(to group: RouterGroup<ServerRequestContext>) {
         group.route(.post, "customers/{customer_id}/grants", scope: .write) { request, context in
-            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
+            let customerId = try RouteEnvironment.customerId(in: context)
             let catalog = try environment.catalog()
             let body = try RequestBody.decode(GrantRequest.self, from: try await environment.body(of: request, upTo: 16 * 1024))
             let now = environment.now
@@ -38,7 +38,7 @@ struct GrantController {
             return try Response.json(GrantAnswer(grant, at: now), status: .created)
         }
         group.route(.delete, "customers/{customer_id}/grants/{grant_id}", scope: .write) { _, context in
-            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
+            let customerId = try RouteEnvironment.customerId(in: context)
             let grantId = try RouteEnvironment.pathParameter("grant_id", in: context)
             let catalog = try environment.catalog()
             let now = environment.now
@@ -53,7 +53,7 @@ struct GrantController {
             return try Response.json(GrantAnswer(grant, at: now))
         }
         group.route(.get, "customers/{customer_id}/grants", scope: .read) { _, context in
-            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
+            let customerId = try RouteEnvironment.customerId(in: context)
             let store = environment.store
             let grants = try await environment.read { try await store.grants(customerId: customerId) }
             let now = environment.now
@@ -73,14 +73,15 @@ extension ServerRequestContext.Access {
 }
 
 /// The body of `POST /v1/customers/{customer_id}/grants`.
-struct GrantRequest: Decodable {
+struct GrantRequest: Decodable, RequestFields {
     let entitlement: String
     let expiresDate: String?
     let duration: String?
     let lifetime: Bool?
     let reason: String?
 
-    private enum CodingKeys: String, CodingKey {
+    typealias Fields = CodingKeys
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case entitlement
         case expiresDate = "expires_date"
         case duration, lifetime, reason

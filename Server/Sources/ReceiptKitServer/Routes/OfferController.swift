@@ -99,7 +99,7 @@ struct OfferController {
 }
 
 /// The body of `POST /v1/offers/signature`.
-struct OfferSignatureRequest: Decodable {
+struct OfferSignatureRequest: Decodable, RequestFields {
     var type: String
     var productId: String?
     var offerId: String?
@@ -110,7 +110,8 @@ struct OfferSignatureRequest: Decodable {
     /// The app the offer is of (required when several are served).
     var bundleId: String?
 
-    private enum CodingKeys: String, CodingKey {
+    typealias Fields = CodingKeys
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case type
         case productId = "product_id"
         case offerId = "offer_id"

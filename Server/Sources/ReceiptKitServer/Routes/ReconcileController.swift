@@ -53,7 +53,7 @@ struct ReconcileController {
         }
         group.route(.post, "customers/{customer_id}/sync", scope: .write) { _, context in
             guard let apple = environment.apple else { throw AppleAPI.notConfigured }
-            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
+            let customerId = try RouteEnvironment.customerId(in: context)
             let store = environment.store
             let keys = try await environment.read { try await store.keys(customerId: customerId) }
             guard !keys.isEmpty else {

@@ -31,7 +31,7 @@ struct RetentionController {
     /// Adds the customer's retention requests to `/v1`.
     func addReads(to group: RouterGroup<ServerRequestContext>) {
         group.route(.get, "customers/{customer_id}/retention-requests", scope: .read) { request, context in
-            let customerId = try RouteEnvironment.pathParameter("customer_id", in: context)
+            let customerId = try RouteEnvironment.customerId(in: context)
             let limit = try Self.limit(request)
             let store = environment.store
             let events = try await environment.read { try await store.retentionRequests(customerId: customerId, limit: limit) }

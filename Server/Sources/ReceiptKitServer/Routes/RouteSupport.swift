@@ -95,6 +95,24 @@ struct RouteEnvironment: Sendable {
         return decoded
     }
 
+    /// The `customer_id` path parameter (``pathParameter(_:in:)``), checked as every customer id
+    /// is (``customerId(_:name:)``).
+    static func customerId(in context: ServerRequestContext) throws(APIError) -> String {
+        try customerId(pathParameter("customer_id", in: context), name: "customer_id")
+    }
+
+    /// A customer id as the backend gives it: 1 to 256 characters (Unicode scalars, as JSON
+    /// Schema's `maxLength` counts them), none of them U+0000, which PostgreSQL's text cannot hold.
+    ///
+    /// - Throws: 400 `invalid_request` naming `name`.
+    static func customerId(_ id: String, name: String) throws(APIError) -> String {
+        let count = id.unicodeScalars.count
+        guard count >= 1, count <= 256, !id.unicodeScalars.contains("\u{0}") else {
+            throw APIError.invalidRequest("\(name) must be 1 to 256 characters, none of them U+0000")
+        }
+        return id
+    }
+
     /// The `as_of` query parameter (RFC 3339, as ReceiptKit's `Timestamp` reads it: with or
     /// without a fraction of a second, `Z` or an offset), or now.
     func instant(_ request: Request) throws(APIError) -> Timestamp {

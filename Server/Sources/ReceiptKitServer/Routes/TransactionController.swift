@@ -23,9 +23,7 @@ struct TransactionController {
     func transaction(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let body = try await environment.body(of: request, upTo: environment.receiptBodyLimit)
         let fields = try RequestBody.decode(TransactionRequest.self, from: body)
-        if let customerId = fields.customerId, customerId.isEmpty || customerId.utf8.count > 256 {
-            throw APIError.invalidRequest("customer_id must be a non-empty string of at most 256 bytes")
-        }
+        if let customerId = fields.customerId { _ = try RouteEnvironment.customerId(customerId, name: "customer_id") }
         if let transactionId = fields.transactionId {
             guard fields.signedTransaction == nil, fields.receiptData == nil else {
                 throw APIError.invalidRequest("the body has transaction_id and signed_transaction or receipt_data; send one")
@@ -102,7 +100,7 @@ struct TransactionController {
 }
 
 /// The body of `POST /v1/transactions`.
-struct TransactionRequest: Decodable {
+struct TransactionRequest: Decodable, RequestFields {
     /// The backend's customer id; `null` or absent links the purchase to its `appAccountToken`.
     var customerId: String?
     /// A StoreKit 2 transaction JWS.
@@ -116,7 +114,9 @@ struct TransactionRequest: Decodable {
     /// With `transaction_id`: the environment to ask Apple in (default: Production, then Sandbox).
     var environment: String?
 
-    private enum CodingKeys: String, CodingKey {
+    typealias Fields = CodingKeys
+    static var nullable: Set<String> { ["customer_id"] }
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case customerId = "customer_id"
         case signedTransaction = "signed_transaction"
         case receiptData = "receipt_data"

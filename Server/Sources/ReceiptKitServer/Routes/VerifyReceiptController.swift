@@ -76,13 +76,16 @@ struct VerifyReceiptController {
 
 /// The body of `POST /verifyReceipt`, as Apple's endpoint took it (`receipt-data` is read again
 /// by the verifier, which takes the body whole).
-struct VerifyReceiptRequest: Decodable {
+struct VerifyReceiptRequest: Decodable, RequestFields {
     var receiptData: String?
     /// The app's shared secret: accepted and ignored (nothing is asked of Apple).
     var password: String?
     var excludeOldTransactions: Bool?
 
-    private enum CodingKeys: String, CodingKey {
+    typealias Fields = CodingKeys
+    static var nullable: Set<String> { Set(CodingKeys.allCases.map(\.stringValue)) }
+    static var othersIgnored: Bool { true }
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case receiptData = "receipt-data"
         case password
         case excludeOldTransactions = "exclude-old-transactions"

@@ -30,6 +30,57 @@ struct AccessTests {
         }
     }
 
+    @Test("a method a path is not served with is 405 with Allow listing those it is; an unknown path stays 404", arguments: Backend.available)
+    func methodNotAllowed(backend: Backend) async throws {
+        try await TestServer.run(backend) { server in
+            let cases: [(HTTPRequest.Method, String, String)] = [
+                (.patch, "/v1/transactions", "POST"),
+                (.delete, "/healthz", "GET"),
+                (.init("TRACE")!, "/v1/customers/jane/entitlements", "GET"),
+                (.post, "/v1/customers/jane/grants/123", "DELETE"),
+                (.put, "/v1/customers/jane", "DELETE"),
+                (.get, "/appstore/notifications", "POST"),
+            ]
+            for (method, path, allowed) in cases {
+                // The token is checked only on a route that exists: without one the answer is the same.
+                for token in [testToken, nil] {
+                    var headers = HTTPFields()
+                    if let token { headers[.authorization] = "Bearer \(token)" }
+                    let answer = try await server.client.execute(uri: path, method: method, headers: headers, body: nil)
+                    try answer.expectError(.methodNotAllowed, "method_not_allowed")
+                    #expect(answer.headers[.allow] == allowed, "\(method) \(path)")
+                }
+            }
+            let grants = try await server.client.execute(uri: "/v1/customers/jane/grants", method: .delete, headers: [:], body: nil)
+            try grants.expectError(.methodNotAllowed, "method_not_allowed")
+            #expect(grants.headers[.allow] == "GET, POST")
+            try await server.get("/v1/customers/jane/entitlements/pro/more").expectError(.notFound, "not_found")
+            try await server.get("/v1/nowhere").expectError(.notFound, "not_found")
+        }
+    }
+
+    @Test("a body member the route does not know, or null where it is not nullable, is 400 naming it", arguments: Backend.available)
+    func strictBodies(backend: Backend) async throws {
+        try await TestServer.run(backend) { server in
+            let unknown = try await server.post("/v1/transactions", #"{"signed_transaction": "x", "customerId": "jane"}"#)
+            try unknown.expectError(.badRequest, "invalid_request")
+            #expect(try unknown.errorMessage().contains("customerId"))
+            let null = try await server.put("/v1/customers/jane/consumption-consent", #"{"consented": null}"#)
+            try null.expectError(.badRequest, "invalid_request")
+            #expect(try null.errorMessage().contains("consented is null"))
+            // customer_id is nullable (null links the purchase to its appAccountToken): the body
+            // passes the reading and fails only verification.
+            try await server.post("/v1/transactions", #"{"signed_transaction": "x", "customer_id": null}"#)
+                .expectError(.badRequest, "malformed_jws")
+            let long = String(repeating: "é", count: 257)
+            try await server.get("/v1/customers/\(long)/entitlements".addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!)
+                .expectError(.badRequest, "invalid_request")
+            #expect(try await server.get("/v1/customers/\(String(repeating: "é", count: 256))/entitlements"
+                .addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!).status == .ok)
+            try await server.get("/v1/customers/a%00b/entitlements").expectError(.badRequest, "invalid_request")
+        }
+    }
+
     @Test("without a token the server refuses to start unless bound to loopback")
     func tokenRequired() throws {
         var environment = Vectors.environment
