@@ -110,9 +110,11 @@ public struct EventSettings: Sendable {
         do {
             answer = try RequestBody.decode(ConsumptionAnswer.self, from: Array(text.utf8))
             try answer.validate()
-        } catch {
+        } catch let error as any CallerError {
             throw ConfigurationError(
                 "\(name) is not a consumption answer (\(error.message)); expected JSON such as {\"delivery_status\":\"DELIVERED\",\"sample_content_provided\":false,\"refund_preference\":\"DECLINE\"}")
+        } catch {
+            throw ConfigurationError("\(name) is not a consumption answer (\(error))")
         }
         guard answer.customerConsented == nil else {
             throw ConfigurationError(

@@ -33,22 +33,22 @@ public struct ConsumptionAnswer: Sendable, Hashable, Decodable, RequestFields {
     /// Checks what Apple checks of the fields alone: each value one Apple knows, and a
     /// percentage only where it means something.
     ///
-    /// - Throws: 400 `invalid_request` naming the member.
-    func validate() throws(APIError) {
+    /// - Throws: ``InvalidInput`` naming the member.
+    func validate() throws(InvalidInput) {
         guard Self.deliveryStatuses.contains(deliveryStatus) else {
-            throw APIError.invalidRequest(
+            throw InvalidInput(
                 "delivery_status is \"\(deliveryStatus)\"; expected one of \(Self.deliveryStatuses.sorted().joined(separator: ", "))")
         }
         if let refundPreference, !Self.refundPreferences.contains(refundPreference) {
-            throw APIError.invalidRequest(
+            throw InvalidInput(
                 "refund_preference is \"\(refundPreference)\"; expected one of \(Self.refundPreferences.sorted().joined(separator: ", "))")
         }
         if let percentage = consumptionPercentage {
             guard (0...100_000).contains(percentage) else {
-                throw APIError.invalidRequest("consumption_percentage is \(percentage); expected 0 to 100000 (thousandths of a percent)")
+                throw InvalidInput("consumption_percentage is \(percentage); expected 0 to 100000 (thousandths of a percent)")
             }
             if deliveryStatus != "DELIVERED", percentage != 0 {
-                throw APIError.invalidRequest("consumption_percentage must be 0 when delivery_status is not DELIVERED (Apple refuses it)")
+                throw InvalidInput("consumption_percentage must be 0 when delivery_status is not DELIVERED (Apple refuses it)")
             }
         }
     }
@@ -57,16 +57,16 @@ public struct ConsumptionAnswer: Sendable, Hashable, Decodable, RequestFields {
     /// (Apple computes it); a percentage strictly between 0 and 100000 for a prorated refund of
     /// anything else.
     ///
-    /// - Throws: 400 `invalid_request` naming the member.
-    func validate(productType: String?) throws(APIError) {
+    /// - Throws: ``InvalidInput`` naming the member.
+    func validate(productType: String?) throws(InvalidInput) {
         let isAutoRenewable = productType == "auto_renewable_subscription"
         if isAutoRenewable, consumptionPercentage != nil {
-            throw APIError.invalidRequest(
+            throw InvalidInput(
                 "consumption_percentage must be left out for an auto-renewable subscription: Apple computes it from the time used")
         }
         if !isAutoRenewable, refundPreference == "GRANT_PRORATED" {
             guard let percentage = consumptionPercentage, percentage > 0, percentage < 100_000 else {
-                throw APIError.invalidRequest(
+                throw InvalidInput(
                     "refund_preference GRANT_PRORATED needs a consumption_percentage between 1 and 99999 for this purchase")
             }
         }

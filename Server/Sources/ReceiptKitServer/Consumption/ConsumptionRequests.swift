@@ -1,4 +1,3 @@
-import Hummingbird
 import ReceiptKit
 
 /// Apple's consumption requests answered: the backend's answer checked against the stored request
@@ -17,26 +16,20 @@ struct ConsumptionRequests: Sendable {
     /// Records the backend's answer to the latest request about a transaction, and its outbox row.
     ///
     /// - Returns: The request's deadline and the outbox row.
-    /// - Throws: 400 `customer_consent_required` (Apple takes the data only with the customer's
-    ///   consent) or `invalid_request` (a field, for this purchase), 404
-    ///   `consumption_request_not_found`, 409 `consumption_deadline_passed`, 409
-    ///   `reconciliation_off` without the App Store Server API; ``StoreError``.
+    /// - Throws: ``ConsumptionRefusal`` (no consent, no such request, its deadline passed),
+    ///   ``InvalidInput`` (a field Apple refuses for this purchase), `AppleFailure.notConfigured`
+    ///   without the App Store Server API; ``StoreError``.
     func answer(_ answer: ConsumptionAnswer, transactionId: String, now: Int64) async throws -> (deadline: Int64, delivery: Delivery?) {
         guard answer.customerConsented == true else {
-            throw APIError(
-                .badRequest, "customer_consent_required",
-                "customer_consented must be true: Apple takes consumption information only with the customer's consent")
+            throw ConsumptionRefusal.consentRequired
         }
         try answer.validate()
-        guard canSend else { throw AppleAPI.notConfigured }
+        guard canSend else { throw AppleFailure.notConfigured }
         guard let pending = try await store.consumptionRequest(transactionId: transactionId) else {
-            throw APIError(
-                .notFound, "consumption_request_not_found", "no CONSUMPTION_REQUEST notification about transaction \(transactionId) is stored")
+            throw ConsumptionRefusal.requestNotFound(transactionId: transactionId)
         }
         guard pending.deadline > now else {
-            throw APIError(
-                .conflict, "consumption_deadline_passed",
-                "Apple took an answer to this consumption request until \(Timestamp(millisecondsSince1970: pending.deadline).iso8601)")
+            throw ConsumptionRefusal.deadlinePassed(deadline: Timestamp(millisecondsSince1970: pending.deadline))
         }
         try answer.validate(productType: pending.productType)
         let body = try answer.appleJSON()

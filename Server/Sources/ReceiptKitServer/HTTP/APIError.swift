@@ -6,7 +6,7 @@ public import ReceiptKit
 /// ReceiptKit's error codes for inputs that fail verification and the server's own for the rest
 /// (`unauthorized`, `not_found`, `invalid_request`, `database_unavailable`, `timeout`,
 /// `stored_data_damaged`, `internal_error`). The message never carries SQL, a stack trace or a driver's error text.
-public struct APIError: Error, Sendable, CustomStringConvertible {
+public struct APIError: Error, Sendable, CustomStringConvertible, CallerError {
     /// The HTTP status.
     public let status: HTTPResponse.Status
     /// A stable snake_case code.

@@ -29,7 +29,8 @@ struct RequestLogMiddleware: RouterMiddleware {
             ) {
                 try await next(request, context)
             }
-        } catch let error as APIError {
+        } catch let error as any CallerError {
+            let error = APIError(error)
             context.notes.update { if $0.verdict == nil { $0.verdict = error.code }; $0.reason = $0.reason ?? error.message }
             response = error.response()
         } catch let error as HTTPError {

@@ -83,3 +83,13 @@ extension RequestFields {
     static var nullable: Set<String> { [] }
     static var othersIgnored: Bool { false }
 }
+
+/// A request body longer than its route takes (`input_too_large`, 413, as ReceiptKit names an
+/// input over its limit).
+struct BodyTooLarge: CallerError {
+    /// The most the route takes, in bytes.
+    let limit: Int
+
+    var code: String { "input_too_large" }
+    var message: String { "the body is larger than \(limit) bytes" }
+}

@@ -33,7 +33,7 @@ struct Ingestion: Sendable {
 
     /// Verifies and records a notification's webhook body, `{"signedPayload": "…"}`.
     ///
-    /// - Throws: ``Rejected`` when it does not verify; 400 `invalid_request` when it carries no
+    /// - Throws: ``Rejected`` when it does not verify; ``InvalidInput`` when it carries no
     ///   identifier to store it by; ``StoreError`` when the database fails.
     func notification(_ body: [UInt8], receivedAt: Timestamp) async throws -> Recorded {
         let record = try verified { VerificationRecord(try verifier.verifyNotificationBody(body)) }
@@ -49,7 +49,7 @@ struct Ingestion: Sendable {
     /// (``Purchase/signedBytes``): the customer id is kept beside them, in the link, so that
     /// erasing the customer (``CustomerErasure``) leaves Apple's bytes whole.
     ///
-    /// - Throws: ``Rejected`` when it does not verify; 400 `invalid_request` when there is no
+    /// - Throws: ``Rejected`` when it does not verify; ``InvalidInput`` when there is no
     ///   customer to link it to; ``StoreError`` when the database fails.
     func purchase(_ purchase: Purchase, customerId: String?, receivedAt: Timestamp) async throws -> (Recorded, customerId: String) {
         let record: VerificationRecord
@@ -61,7 +61,7 @@ struct Ingestion: Sendable {
         }
         let token = record.transactions.lazy.compactMap(\.appAccountToken).first { !$0.isEmpty }
         guard let customer = customerId ?? token else {
-            throw APIError.invalidRequest("customer_id is required: the purchase carries no appAccountToken to link it to")
+            throw InvalidInput("customer_id is required: the purchase carries no appAccountToken to link it to")
         }
         let recorded = try await self.record(record, raw: purchase.signedBytes, customerId: customer, receivedAt: receivedAt, source: .app)
         return (recorded, customer)
@@ -89,7 +89,7 @@ struct Ingestion: Sendable {
     ///     anew for every answer: one that only repeats what is stored is not recorded again
     ///     (``VerifiedInput/skipsRepeats``).
     ///   - bundleId: The app Apple was asked for, for what the App Store Server API answered.
-    /// - Throws: 400 `invalid_request` when the record carries no identifier to store it by;
+    /// - Throws: ``InvalidInput`` when the record carries no identifier to store it by;
     ///   ``StoreError`` when the database fails; `CancellationError` when the calling task is
     ///   cancelled first (the write may still commit, which is harmless: a replay changes nothing).
     func record(

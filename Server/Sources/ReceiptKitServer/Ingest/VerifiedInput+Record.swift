@@ -17,11 +17,11 @@ extension VerifiedInput {
     ///   - receivedAt: The server's clock at the request.
     ///   - source: Where the input came from, for the feed's events it causes.
     ///
-    /// - Throws: 400 `invalid_request` when the record carries no identifier to store it by.
+    /// - Throws: ``InvalidInput`` when the record carries no identifier to store it by.
     init(
         record: VerificationRecord, raw: [UInt8], bundleId: String, customerId: String?, receivedAt: Timestamp,
         source: EventCause.Source
-    ) throws(APIError) {
+    ) throws(InvalidInput) {
         let keys = Self.keys(of: record, bundleId: bundleId)
         var links: [CustomerLink] = []
         for key in keys {
@@ -33,7 +33,7 @@ extension VerifiedInput {
             }
         }
         guard let dedupKey = Self.dedupKey(of: record, bundleId: bundleId) else {
-            throw APIError.invalidRequest("the \(record.kind.rawValue) carries no identifier to store it by")
+            throw InvalidInput("the \(record.kind.rawValue) carries no identifier to store it by")
         }
         let nested = [record.notification?.data?.signedTransactionInfo, record.notification?.data?.signedRenewalInfo]
         self.init(

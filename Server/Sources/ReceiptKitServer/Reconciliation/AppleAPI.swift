@@ -48,17 +48,17 @@ struct AppleAPI: Sendable {
 
     /// The app a request means: the one it names, which must be served, or the only one.
     ///
-    /// - Throws: 400 `invalid_request` naming the bundle ids served when several are and the
-    ///   request names none, or when it names one not served.
-    func bundleId(_ named: String?) throws(APIError) -> String {
+    /// - Throws: ``InvalidInput`` naming the bundle ids served when several are and the request
+    ///   names none, or when it names one not served.
+    func bundleId(_ named: String?) throws(InvalidInput) -> String {
         if let named {
             guard bundleIds.contains(named) else {
-                throw APIError.invalidRequest("bundle_id \"\(named)\" is not served; served: \(bundleIds.joined(separator: ", "))")
+                throw InvalidInput("bundle_id \"\(named)\" is not served; served: \(bundleIds.joined(separator: ", "))")
             }
             return named
         }
         guard bundleIds.count == 1, let only = bundleIds.first else {
-            throw APIError.invalidRequest("bundle_id is required: several apps are served (\(bundleIds.joined(separator: ", ")))")
+            throw InvalidInput("bundle_id is required: several apps are served (\(bundleIds.joined(separator: ", ")))")
         }
         return only
     }
@@ -67,37 +67,58 @@ struct AppleAPI: Sendable {
     /// every environment the server calls Apple for, Production first (Apple's documented order:
     /// a Sandbox transaction is not found in Production).
     ///
-    /// - Throws: 400 `invalid_request` for an environment that is not one, or one the server
-    ///   does not call Apple for.
-    func syncs(bundleId: String, environment named: String?) throws(APIError) -> [AppleSync] {
+    /// - Throws: ``InvalidInput`` for an environment that is not one, or one the server does not
+    ///   call Apple for.
+    func syncs(bundleId: String, environment named: String?) throws(InvalidInput) -> [AppleSync] {
         let candidates = pairs.filter { $0.bundleId == bundleId }
         guard let named else { return candidates.compactMap { syncs[$0] } }
         guard let environment = AppStoreEnvironment(rawValue: named) else {
-            throw APIError.invalidRequest("environment is \"\(named)\"; expected Production, Sandbox, Xcode or LocalTesting")
+            throw InvalidInput("environment is \"\(named)\"; expected Production, Sandbox, Xcode or LocalTesting")
         }
         guard let sync = syncs[Pair(bundleId: bundleId, environment: environment)] else {
-            throw APIError.invalidRequest(
+            throw InvalidInput(
                 "the server does not call the App Store Server API for \(bundleId) in \(named); it does in \(candidates.map(\.environment.rawValue).joined(separator: ", "))")
         }
         return [sync]
+    }
+
+    /// Brings every subscription linked to a customer up to date with Apple
+    /// (``AppleSync/sync(originalTransactionId:customerId:receivedAt:)``): one fetch per Apple
+    /// account, since one history answers for every subscription of the account; a subscription
+    /// of an app or environment the server does not call Apple for is left as it is.
+    ///
+    /// - Returns: `false` when no subscription is linked to the customer (nothing was asked).
+    /// - Throws: ``AppleFailure``; `StoreError` when the database fails.
+    func sync(customerId: String, store: Store, receivedAt: Timestamp) async throws -> Bool {
+        let keys = try await store.run { try await store.keys(customerId: customerId) }
+        guard !keys.isEmpty else { return false }
+        var synced: Set<SubscriptionKey> = []
+        for key in keys where !synced.contains(key) {
+            guard let sync = sync(bundleId: key.bundleId, environment: key.environment) else { continue }
+            let stored = try await sync.sync(originalTransactionId: key.originalTransactionId, customerId: customerId, receivedAt: receivedAt)
+            synced.formUnion(stored.keys)
+            synced.insert(key)
+        }
+        return true
     }
 
     /// Fetches a transaction id's history and statuses from the first of `syncs` that knows it:
     /// on Apple's "not found" the next is asked.
     ///
     /// - Returns: The sync that answered, and what it fetched.
-    /// - Throws: 404 `transaction_not_found` when none knows it; any other failure of Apple's at
-    ///   once.
+    /// - Throws: ``AppleFailure/transactionNotFound(transactionId:apple:)`` when none knows it;
+    ///   any other failure of Apple's at once.
     func fetch(transactionId: String, from syncs: [AppleSync]) async throws -> (sync: AppleSync, fetched: AppleSync.Fetched) {
-        var notFound: (any Error)?
+        var notFound: AppleFailure?
         for sync in syncs {
             do {
                 return (sync, try await sync.fetch(transactionId: transactionId))
-            } catch let error as APIError where error.code == "transaction_not_found" {
+            } catch let error as AppleFailure {
+                guard case .transactionNotFound = error else { throw error }
                 notFound = error
             }
         }
-        throw notFound ?? APIError(.notFound, "transaction_not_found", "Apple lists no transaction \(transactionId)")
+        throw notFound ?? AppleFailure.transactionNotFound(transactionId: transactionId, apple: nil)
     }
 
     /// Sends a consumption answer from the outbox to the app and environment of its request's
@@ -141,10 +162,4 @@ struct AppleAPI: Sendable {
         }
         return AppleAPI(key: settings.key, syncs: syncs, bundleIds: bundleIds)
     }
-
-    /// The answer when the server has no In-App Purchase key: 409, a feature this server is not
-    /// configured for (a 5xx would say "our fault" to every client and alert).
-    static let notConfigured = APIError(
-        .conflict, "reconciliation_off",
-        "this needs the App Store Server API: set RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE")
 }

@@ -56,8 +56,8 @@ struct AppleSync: Sendable {
     ///   - transactionId: Any transaction id, original transaction id or app transaction id of
     ///     the customer.
     ///   - revision: The revision token a previous fetch ended with, or `nil` for everything.
-    /// - Throws: ``APIError``: 404 `transaction_not_found`, 503 `apple_unavailable` with
-    ///   `Retry-After`, 502 for an answer or a key Apple refused.
+    /// - Throws: ``AppleFailure``: `transactionNotFound`, `unavailable` (with the seconds after
+    ///   which to retry), `keyRefused`, `failed`.
     func fetch(transactionId: String, revision: String? = nil) async throws -> Fetched {
         var fetched = Fetched()
         var token = revision
@@ -169,9 +169,9 @@ struct AppleSync: Sendable {
     }
 
     /// Apple's transaction ids are decimal numbers; anything else is 400 before Apple is asked.
-    static func checkTransactionId(_ id: String, name: String = "transaction_id") throws(APIError) {
+    static func checkTransactionId(_ id: String, name: String = "transaction_id") throws(InvalidInput) {
         guard !id.isEmpty, id.utf8.count <= 64, id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
-            throw APIError.invalidRequest("\(name) must be an App Store transaction id: 1 to 64 decimal digits")
+            throw InvalidInput("\(name) must be an App Store transaction id: 1 to 64 decimal digits")
         }
     }
 
@@ -186,7 +186,7 @@ struct AppleSync: Sendable {
     }
 
     /// Calls Apple, counts the call by endpoint, Apple's HTTP status and outcome, and turns a
-    /// failure into the answer the route gives.
+    /// failure into an ``AppleFailure``.
     func call<Answer>(
         _ endpoint: String, transactionId: String? = nil, _ body: () async throws -> Answer
     ) async throws -> Answer {
@@ -202,31 +202,8 @@ struct AppleSync: Sendable {
             logger.notice(
                 "the App Store Server API failed",
                 metadata: ["endpoint": "\(endpoint)", "bundle_id": "\(bundleId)", "environment": "\(environment.rawValue)", "error": "\(error)"])
-            throw Self.apiError(error, transactionId: transactionId)
+            throw AppleFailure(error, transactionId: transactionId)
         }
     }
 
-    /// The answer for a failed call to Apple.
-    static func apiError(_ error: AppStoreServerAPIError, transactionId: String?) -> APIError {
-        let notFound: Set<APIErrorCode> = [.transactionIdNotFound, .originalTransactionIdNotFound, .invalidTransactionId, .accountNotFound]
-        if let code = error.apiErrorCode, notFound.contains(code) {
-            return APIError(
-                .notFound, "transaction_not_found",
-                "Apple knows no transaction \(transactionId ?? "") in this app and environment (\(code.rawValue))")
-        }
-        switch error.code {
-        case .rateLimited, .serverError, .connectionFailed, .timeout:
-            let seconds = error.retryAfterSeconds.map { max(1, Int($0.rounded(.up))) } ?? 30
-            return APIError(
-                .serviceUnavailable, "apple_unavailable",
-                "the App Store Server API is unavailable (\(error.code.rawValue) after \(error.attempts) attempts); retry later",
-                retryAfterSeconds: seconds)
-        case .unauthorized:
-            return APIError(
-                .badGateway, "apple_unauthorized",
-                "Apple refused the In-App Purchase key: check RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and the key file")
-        default:
-            return APIError(.badGateway, "apple_error", "the App Store Server API failed: \(error.reason)")
-        }
-    }
 }

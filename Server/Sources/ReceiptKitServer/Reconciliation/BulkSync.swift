@@ -44,7 +44,7 @@ public enum BulkSync {
     ///   - progress: Receives one line per input line (standard error, for the command).
     ///   - clock: The time each event is received at.
     /// - Throws: ``ConfigurationError`` without RECEIPTKIT_APPSTORE_* or when the file cannot be
-    ///   read; a store error when the database fails; ``APIError`` when Apple refuses the key.
+    ///   read; a store error when the database fails; ``AppleFailure`` when Apple refuses the key.
     public static func run(
         configuration: ServerConfiguration, file: String, logger: Logger,
         progress: @escaping @Sendable (String) -> Void, clock: @escaping @Sendable () -> Date = { Date() }
@@ -109,15 +109,22 @@ public enum BulkSync {
                         progress(
                             "sync: line \(number)/\(total) \(transactionId): \(fetched.transactions.count + fetched.renewalInfos.count) items, \(stored.new) new, \(fetched.rejected.count) rejected, \(stored.keys.count) subscriptions")
                         break
-                    } catch let error as APIError where error.code == "apple_unavailable" && tries < maximumTries {
-                        let wait = max(1, error.retryAfterSeconds ?? 30)
+                    } catch AppleFailure.unavailable(_, _, let retryAfterSeconds) where tries < maximumTries {
+                        let wait = max(1, retryAfterSeconds)
                         progress("sync: line \(number)/\(total) \(transactionId): Apple unavailable; trying again in \(wait) s")
                         try await Task.sleep(for: .seconds(wait))
-                    } catch let error as APIError where error.code == "apple_unavailable" {
+                    } catch AppleFailure.unavailable {
                         progress("sync: line \(number)/\(total) \(transactionId): Apple still unavailable after \(tries) tries; stopping (run again to resume here)")
                         summary.interrupted = true
                         return summary
-                    } catch let error as APIError where error.status == .notFound || error.status == .badRequest {
+                    } catch let error as AppleFailure {
+                        // A line Apple knows nothing of is failed and the next is read; any other
+                        // refusal (the key) stops the sync.
+                        guard case .transactionNotFound = error else { throw error }
+                        summary.failed += 1
+                        progress("sync: line \(number)/\(total) \(transactionId): \(error.code): \(error.message)")
+                        break
+                    } catch let error as InvalidInput {
                         summary.failed += 1
                         progress("sync: line \(number)/\(total) \(transactionId): \(error.code): \(error.message)")
                         break

@@ -50,7 +50,9 @@ struct Reconciler: Sendable {
     /// How one app and environment's window went: read, or failed (its cursor stays).
     enum PairOutcome: Sendable {
         case ran(Report)
-        case failed(AppleAPI.Pair, APIError)
+        /// The pair's window failed: an ``AppleFailure``, a ``ReconcileConflict``, or a
+        /// `StoreError`.
+        case failed(AppleAPI.Pair, any Error)
     }
 
     enum Outcome: Sendable {
@@ -64,8 +66,8 @@ struct Reconciler: Sendable {
     /// cursor) to `now`. A pair whose window fails keeps its cursor and does not hold back the
     /// others.
     ///
-    /// - Throws: The first pair's ``APIError`` when every pair failed (Apple failing, or
-    ///   `database_unavailable`); `CancellationError` when the run was cancelled.
+    /// - Throws: The first pair's error when every pair failed (an ``AppleFailure``, or a
+    ///   `StoreError` when the database failed); `CancellationError` when the run was cancelled.
     func run(since: Timestamp?, now: Timestamp) async throws -> Outcome {
         let store = self.store
         let owner = self.owner
@@ -107,19 +109,19 @@ struct Reconciler: Sendable {
         do {
             try await store.run { try await store.claimReconcileCursor(bundleId: pair.bundleId, environment: pair.environment.rawValue, owner: owner) }
             return .ran(try await window(pair, since: since, now: now))
-        } catch let error as APIError {
+        } catch let error as any CallerError {
             return .failed(pair, error)
         } catch let error as CancellationError {
             throw error
         } catch let error as StoreError {
-            return .failed(pair, APIError(error))
+            return .failed(pair, error)
         } catch {
-            return .failed(pair, APIError.databaseUnavailable)
+            return .failed(pair, StoreError(String(describing: error)))
         }
     }
 
     private func window(_ pair: AppleAPI.Pair, since: Timestamp?, now: Timestamp) async throws -> Report {
-        guard let sync = api.syncs[pair] else { throw AppleAPI.notConfigured }
+        guard let sync = api.syncs[pair] else { throw AppleFailure.notConfigured }
         let store = self.store
         let owner = self.owner
         let (bundleId, environment) = (pair.bundleId, pair.environment.rawValue)
@@ -132,7 +134,6 @@ struct Reconciler: Sendable {
         let request = NotificationHistoryRequest(startDate: report.start, endDate: now)
         var token: String?
         var seen: Set<String> = []
-        let takenOver = APIError(.conflict, "reconcile_taken_over", "another server's run took the reconcile cursor over; this run stopped")
         for _ in 0..<AppleSync.maximumPages {
             let page = try await sync.call("notification_history") { [token] in
                 try await sync.client.notificationHistory(request, paginationToken: token)
@@ -162,12 +163,12 @@ struct Reconciler: Sendable {
             }
             // Still ours? (Moving the cursor to the window's start leaves it where it is.)
             guard try await store.run({ try await store.advanceReconcileCursor(to: start, bundleId: bundleId, environment: environment, owner: owner) })
-            else { throw takenOver }
+            else { throw ReconcileConflict.takenOver }
             guard page.hasMore, let next = page.paginationToken, seen.insert(next).inserted else { break }
             token = next
         }
         guard try await store.run({ try await store.advanceReconcileCursor(to: nowMs, bundleId: bundleId, environment: environment, owner: owner) })
-        else { throw takenOver }
+        else { throw ReconcileConflict.takenOver }
         sync.metrics.reconcileRecovered(report.recovered, bundleId: bundleId, environment: environment)
         sync.metrics.reconcileLag(seconds: 0, bundleId: bundleId, environment: environment)
         return report

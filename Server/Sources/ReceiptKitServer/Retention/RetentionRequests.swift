@@ -33,8 +33,8 @@ struct RetentionRequests: Sendable {
     ///   - receivedAt: When it arrived: the subscription's state is evaluated then, an offer signed
     ///     then.
     /// - Returns: The answer, once the event has committed.
-    /// - Throws: 400 `malformed_payload` for a request without its original transaction id,
-    ///   product or environment; ``StoreError`` when the database fails; ``ReceiptKitError`` when
+    /// - Throws: ``IncompleteRealtimeRequest`` for a request without its original transaction
+    ///   id, product or environment; ``StoreError`` when the database fails; ``ReceiptKitError`` when
     ///   signing fails.
     func answer(_ request: RealtimeRequest, bundleId: String, receivedAt: Timestamp) async throws -> Answered {
         let key = try Self.key(of: request, bundleId: bundleId)
@@ -72,14 +72,24 @@ struct RetentionRequests: Sendable {
 
     /// The subscription a request is about: the app its App Apple ID matched, the environment it
     /// declares, its original transaction id.
-    static func key(of request: RealtimeRequest, bundleId: String) throws(APIError) -> SubscriptionKey {
+    static func key(of request: RealtimeRequest, bundleId: String) throws(IncompleteRealtimeRequest) -> SubscriptionKey {
         for (name, value) in [
             ("originalTransactionId", request.originalTransactionId), ("productId", request.productId),
             ("environment", request.rawEnvironment),
         ] where value?.isEmpty ?? true {
-            throw APIError(.badRequest, "malformed_payload", "the realtime request has no \(name)")
+            throw IncompleteRealtimeRequest(missing: name)
         }
         return SubscriptionKey(
             bundleId: bundleId, environment: request.rawEnvironment ?? "", originalTransactionId: request.originalTransactionId ?? "")
     }
+}
+
+/// A verified realtime request without a member the answer needs (`malformed_payload`, as
+/// ReceiptKit names a payload missing a member).
+struct IncompleteRealtimeRequest: CallerError {
+    /// Apple's name of the member missing.
+    let missing: String
+
+    var code: String { "malformed_payload" }
+    var message: String { "the realtime request has no \(missing)" }
 }

@@ -50,52 +50,10 @@ struct ConsoleController {
         }
     }
 
-    /// The longest search text taken, in characters (Unicode scalars).
-    static let maximumQueryLength = 1_024
-
-    /// ECMA-262's WhiteSpace and LineTerminator: what a search text is trimmed of.
-    static func isSpace(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0x09...0x0D, 0x20, 0xA0, 0x1680, 0x2000...0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF: true
-        default: false
-        }
-    }
-
     func search(_ request: Request) async throws -> Response {
-        // Trimmed of the white space JSON Schema's `\s` names (ECMA-262's WhiteSpace and
-        // LineTerminator), so that the document's pattern says exactly which texts are empty.
-        let given = request.uri.queryParameters.get("q") ?? ""
-        guard given.unicodeScalars.count <= Self.maximumQueryLength, !given.unicodeScalars.contains("\u{0}") else {
-            throw APIError.invalidRequest("q must be at most \(Self.maximumQueryLength) characters, none of them U+0000")
-        }
-        let query = String(String.UnicodeScalarView(
-            given.unicodeScalars.drop(while: Self.isSpace).reversed().drop(while: Self.isSpace).reversed()))
-        guard !query.isEmpty else {
-            throw APIError.invalidRequest("q is empty; give a customer id, an original transaction id, a transaction id or an appAccountToken")
-        }
-        let store = environment.store
-        var matches: [SearchAnswer.Match] = []
-        var customerIds = [query]
-        // Apple writes an appAccountToken, a UUID, in lower case; one copied from elsewhere may not be.
-        if let uuid = UUID(uuidString: query), uuid.uuidString.lowercased() != query {
-            customerIds.append(uuid.uuidString.lowercased())
-        }
-        for customerId in customerIds {
-            let keys = try await environment.read { try await store.keys(customerId: customerId) }
-            guard !keys.isEmpty else { continue }
-            matches.append(.init(type: "customer", customerId: customerId, transactionId: nil, subscriptions: keys))
-        }
-        let subscriptionKeys = try await environment.read { try await store.keys(originalTransactionId: query) }
-        if !subscriptionKeys.isEmpty {
-            matches.append(.init(type: "subscription", customerId: nil, transactionId: nil, subscriptions: subscriptionKeys))
-        }
-        // A first purchase's transaction id is its original transaction id, found above.
-        let transactionKeys = try await environment.read { try await store.keys(transactionId: query) }
-            .filter { !subscriptionKeys.contains($0) }
-        if !transactionKeys.isEmpty {
-            matches.append(.init(type: "transaction", customerId: nil, transactionId: query, subscriptions: transactionKeys))
-        }
-        return try .json(SearchAnswer(query: query, matches: matches))
+        let query = try Search.query(request.uri.queryParameters.get("q") ?? "")
+        let matches = try await Search(store: environment.store).matches(query)
+        return try .json(SearchAnswer(query: query, matches: matches.map(SearchAnswer.Match.init)))
     }
 
     func timeline(originalTransactionId id: String) async throws -> Response {
@@ -126,11 +84,11 @@ struct SearchAnswer: Encodable {
         let transactionId: String?
         let subscriptions: [SubscriptionKeyAnswer]
 
-        init(type: String, customerId: String?, transactionId: String?, subscriptions: [SubscriptionKey]) {
-            self.type = type
-            self.customerId = customerId
-            self.transactionId = transactionId
-            self.subscriptions = subscriptions.map(SubscriptionKeyAnswer.init)
+        init(_ match: Search.Match) {
+            type = match.kind.rawValue
+            customerId = match.customerId
+            transactionId = match.transactionId
+            subscriptions = match.subscriptions.map(SubscriptionKeyAnswer.init)
         }
 
         private enum CodingKeys: String, CodingKey {

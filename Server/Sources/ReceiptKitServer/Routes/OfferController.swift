@@ -1,5 +1,3 @@
-import AppStoreServerAPI
-import Foundation
 import Hummingbird
 import ReceiptKit
 
@@ -30,71 +28,26 @@ struct OfferController {
     }
 
     func signature(_ request: Request) async throws -> Response {
-        guard let apple = environment.apple else { throw AppleAPI.notConfigured }
+        guard let apple = environment.apple else { throw AppleFailure.notConfigured }
         let body = try await environment.body(of: request, upTo: 16 * 1024)
         let fields = try RequestBody.decode(OfferSignatureRequest.self, from: body)
-        let key = apple.key
-        let bundleId = try apple.bundleId(fields.bundleId)
-        let now = environment.now
-        let productId = try Self.required(fields.productId, "product_id")
-        let answer: OfferSignatureAnswer
-        do {
-            switch fields.type {
-            case "promotional_offer":
-                let nonce = UUID()
-                let signature = try PromotionalOfferSignatureV1(
-                    key: key, bundleId: bundleId, productId: productId,
-                    offerId: try Self.required(fields.offerId, "offer_id"), appAccountToken: fields.appAccountToken ?? "",
-                    nonce: nonce, timestamp: now.millisecondsSince1970)
-                answer = .promotionalOffer(
-                    keyId: signature.keyId, nonce: signature.nonce, timestamp: signature.timestamp, signature: signature.signature)
-            case "promotional_offer_v2":
-                let signer = try AppStoreRequestSigner(key: key, bundleId: bundleId)
-                if let id = fields.transactionId { try AppleSync.checkTransactionId(id) }
-                answer = .jws(try signer.promotionalOfferV2(
-                    productId: productId, offerIdentifier: try Self.required(fields.offerId, "offer_id"),
-                    transactionId: fields.transactionId, issuedAt: now))
-            case "intro_eligibility":
-                let transactionId = try Self.required(fields.transactionId, "transaction_id")
-                try AppleSync.checkTransactionId(transactionId)
-                let allow: Bool
-                if let given = fields.allowIntroductoryOffer {
-                    allow = given
-                } else {
-                    allow = try await isEligible(productId: productId, transactionId: transactionId, customerId: fields.customerId)
-                }
-                let signer = try AppStoreRequestSigner(key: key, bundleId: bundleId)
-                answer = .introductoryOfferEligibility(
-                    jws: try signer.introductoryOfferEligibility(
-                        productId: productId, allowIntroductoryOffer: allow, transactionId: transactionId, issuedAt: now),
-                    allow: allow)
-            default:
-                throw APIError.invalidRequest(
-                    "type is \"\(fields.type)\"; expected promotional_offer, promotional_offer_v2 or intro_eligibility")
-            }
-        } catch let error as ReceiptKitError {
-            throw APIError.invalidRequest(error.message)
+        let offer: OfferSigning.Offer
+        switch fields.type {
+        case "promotional_offer":
+            offer = .promotional(offerId: fields.offerId, appAccountToken: fields.appAccountToken)
+        case "promotional_offer_v2":
+            offer = .promotionalV2(offerId: fields.offerId, transactionId: fields.transactionId)
+        case "intro_eligibility":
+            offer = .introductoryEligibility(
+                transactionId: fields.transactionId, allow: fields.allowIntroductoryOffer, customerId: fields.customerId)
+        default:
+            throw APIError.invalidRequest(
+                "type is \"\(fields.type)\"; expected promotional_offer, promotional_offer_v2 or intro_eligibility")
         }
-        return try .json(answer)
-    }
-
-    /// Whether the customer may have an introductory offer of `productId`, by ReceiptKit's rule
-    /// (``IntroductoryOfferEligibility``) over their stored transactions: those of the keys of
-    /// `transactionId` and of the customer's.
-    func isEligible(productId: String, transactionId: String, customerId: String?) async throws -> Bool {
-        let store = environment.store
-        let inputs = try await environment.read { () -> [StoredInput] in
-            var keys = try await store.keys(originalTransactionId: transactionId)
-            if let customerId { keys += try await store.keys(customerId: customerId) }
-            return keys.isEmpty ? [] : try await store.inputs(touching: keys)
-        }
-        let transactions = try inputs.flatMap { try StoredRecord($0).transactions ?? [] }
-        return IntroductoryOfferEligibility.isEligible(productId: productId, transactions: transactions)
-    }
-
-    static func required(_ value: String?, _ name: String) throws(APIError) -> String {
-        guard let value, !value.isEmpty else { throw APIError.invalidRequest("the body has no \(name) (a non-empty string)") }
-        return value
+        let signing = OfferSigning(key: apple.key, store: environment.store)
+        let signed = try await signing.sign(
+            offer, bundleId: try apple.bundleId(fields.bundleId), productId: fields.productId, now: environment.now)
+        return try .json(OfferSignatureAnswer(signed))
     }
 }
 
@@ -125,10 +78,12 @@ struct OfferSignatureRequest: Decodable, RequestFields {
 
 /// A signed offer: `{"key_id", "nonce", "timestamp", "signature"}` (promotional offer V1),
 /// `{"jws"}` (V2), or `{"jws", "allow_introductory_offer"}` (introductory offer eligibility).
-enum OfferSignatureAnswer: Encodable {
-    case promotionalOffer(keyId: String, nonce: String, timestamp: Int64, signature: String)
-    case jws(String)
-    case introductoryOfferEligibility(jws: String, allow: Bool)
+struct OfferSignatureAnswer: Encodable {
+    let signed: OfferSigning.Signed
+
+    init(_ signed: OfferSigning.Signed) {
+        self.signed = signed
+    }
 
     private enum CodingKeys: String, CodingKey {
         case nonce, timestamp, signature, jws
@@ -138,15 +93,15 @@ enum OfferSignatureAnswer: Encodable {
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        switch self {
-        case .promotionalOffer(let keyId, let nonce, let timestamp, let signature):
+        switch signed {
+        case .promotional(let keyId, let nonce, let timestamp, let signature):
             try container.encode(keyId, forKey: .keyId)
             try container.encode(nonce, forKey: .nonce)
             try container.encode(timestamp, forKey: .timestamp)
             try container.encode(signature, forKey: .signature)
         case .jws(let jws):
             try container.encode(jws, forKey: .jws)
-        case .introductoryOfferEligibility(let jws, let allow):
+        case .introductoryEligibility(let jws, let allow):
             try container.encode(jws, forKey: .jws)
             try container.encode(allow, forKey: .allowIntroductoryOffer)
         }

@@ -25,7 +25,7 @@ struct ReconcileController {
 
     func add(to group: RouterGroup<ServerRequestContext>) {
         group.route(.post, "subscriptions/{original_transaction_id}/sync", scope: .write) { request, context in
-            guard let apple = environment.apple else { throw AppleAPI.notConfigured }
+            guard let apple = environment.apple else { throw AppleFailure.notConfigured }
             let id = try RouteEnvironment.pathParameter("original_transaction_id", in: context)
             try AppleSync.checkTransactionId(id, name: "original_transaction_id")
             let filter = try KeyFilter(request)
@@ -52,26 +52,16 @@ struct ReconcileController {
             return Response.json(state.json())
         }
         group.route(.post, "customers/{customer_id}/sync", scope: .write) { _, context in
-            guard let apple = environment.apple else { throw AppleAPI.notConfigured }
+            guard let apple = environment.apple else { throw AppleFailure.notConfigured }
             let customerId = try RouteEnvironment.customerId(in: context)
-            let store = environment.store
-            let keys = try await environment.read { try await store.keys(customerId: customerId) }
-            guard !keys.isEmpty else {
-                throw APIError(.notFound, "not_found", "no subscription is linked to customer \(customerId): report a purchase first")
-            }
             let now = environment.now
-            var synced: Set<SubscriptionKey> = []
-            for key in keys where !synced.contains(key) {
-                guard let sync = apple.sync(bundleId: key.bundleId, environment: key.environment) else { continue }
-                let stored = try await sync.sync(originalTransactionId: key.originalTransactionId, customerId: customerId, receivedAt: now)
-                // One history answers for every key of the same Apple account.
-                synced.formUnion(stored.keys)
-                synced.insert(key)
+            guard try await apple.sync(customerId: customerId, store: environment.store, receivedAt: now) else {
+                throw APIError(.notFound, "not_found", "no subscription is linked to customer \(customerId): report a purchase first")
             }
             return try Response.json(try await environment.entitlements(customerId: customerId, at: now))
         }
         group.route(.post, "reconcile", scope: .admin) { request, _ in
-            guard let reconciler else { throw AppleAPI.notConfigured }
+            guard let reconciler else { throw AppleFailure.notConfigured }
             var since: Timestamp?
             if let text = request.uri.queryParameters.get("since") {
                 guard let instant = Timestamp(rfc3339: String(text)) else {
@@ -85,9 +75,7 @@ struct ReconcileController {
             let window = since
             switch try await abandoningOnCancel({ try await reconciler.run(since: window, now: now) }) {
             case .busy:
-                throw APIError(
-                    .conflict, "reconcile_running", "another server is reconciling now; retry when it is done",
-                    retryAfterSeconds: 30)
+                throw ReconcileConflict.running
             case .ran(let outcomes):
                 return try Response.json(ReconcileAnswer(outcomes))
             }
@@ -131,14 +119,15 @@ struct ReconcileAnswer: Encodable {
         pairs = outcomes.map { outcome in
             switch outcome {
             case .ran(let report):
-                Pair(
+                return Pair(
                     bundleId: report.pair.bundleId, environment: report.pair.environment.rawValue, start: report.start.iso8601,
                     end: report.end.iso8601, pages: report.pages, notifications: report.notifications, recovered: report.recovered,
                     rejected: report.rejected, error: nil)
             case .failed(let pair, let error):
-                Pair(
+                let answer = APIError.answering(error) ?? APIError.databaseUnavailable
+                return Pair(
                     bundleId: pair.bundleId, environment: pair.environment.rawValue, start: nil, end: nil, pages: nil,
-                    notifications: nil, recovered: nil, rejected: nil, error: .init(code: error.code, message: error.message))
+                    notifications: nil, recovered: nil, rejected: nil, error: .init(code: answer.code, message: answer.message))
             }
         }
     }

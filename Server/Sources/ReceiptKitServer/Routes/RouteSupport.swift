@@ -37,7 +37,7 @@ struct RouteEnvironment: Sendable {
             let buffer = try await request.body.collect(upTo: limit)
             return Array(buffer.readableBytesView)
         } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
-            throw APIError(.contentTooLarge, "input_too_large", "the body is larger than \(limit) bytes")
+            throw BodyTooLarge(limit: limit)
         }
     }
 

@@ -69,17 +69,15 @@ struct TransactionController {
     func purchase(
         transactionId: String, customerId: String?, bundleId: String?, environment named: String?, context: ServerRequestContext
     ) async throws -> Response {
-        guard let apple = environment.apple else { throw AppleAPI.notConfigured }
+        guard let apple = environment.apple else { throw AppleFailure.notConfigured }
         try AppleSync.checkTransactionId(transactionId)
         let syncs = try apple.syncs(bundleId: apple.bundleId(bundleId), environment: named)
         let (sync, fetched) = try await apple.fetch(transactionId: transactionId, from: syncs)
         guard !fetched.transactions.isEmpty else {
             if !fetched.rejected.isEmpty {
-                throw APIError(
-                    .badGateway, "apple_answer_rejected",
-                    "none of the \(fetched.rejected.count) transactions Apple answered verified: nothing was stored")
+                throw AppleFailure.answerRejected(count: fetched.rejected.count)
             }
-            throw APIError(.notFound, "transaction_not_found", "Apple lists no transaction for \(transactionId)")
+            throw AppleFailure.transactionNotFound(transactionId: transactionId, apple: nil)
         }
         let named = fetched.transactions.last { $0.verified.payload.transactionId == transactionId }
             ?? fetched.transactions.last { $0.verified.payload.originalTransactionId == transactionId }

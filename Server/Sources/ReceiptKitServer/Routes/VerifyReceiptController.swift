@@ -30,7 +30,7 @@ struct VerifyReceiptController {
         let body: [UInt8]
         do {
             body = try await environment.body(of: request, upTo: environment.receiptBodyLimit)
-        } catch let error as APIError where error.code == "input_too_large" {
+        } catch let error as BodyTooLarge {
             let outcome = VerificationOutcome.rejected(ReceiptKitError(.inputTooLarge, error.message))
             context.notes.update { $0.verdict = "input_too_large" }
             return .json(outcome.verifyReceiptJSON(expectedEnvironment: expected, requestDate: environment.now))

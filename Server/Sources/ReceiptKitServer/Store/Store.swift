@@ -94,15 +94,15 @@ package final class Store: Sendable {
     /// waits for a lock or a connection — the operations are cancelled too and finish on their
     /// own; a write they commit after the caller stopped waiting is harmless, since the client
     /// retries and a replay changes nothing. A failure of the database, or no answer within
-    /// ``timeout``, is a ``StoreError`` (503: the caller retries); an ``APIError`` the operations
-    /// throw is their answer, passed on.
+    /// ``timeout``, is a ``StoreError`` (503: the caller retries); a ``CallerError`` the operations
+    /// throw (a feature's refusal) is passed on.
     package func run<T: Sendable>(_ operations: @escaping @Sendable () async throws -> T) async throws -> T {
         do {
             guard let timeout else { return try await abandoningOnCancel(operations) }
             return try await abandoning(at: ContinuousClock.now + timeout, timedOut: { StoreError.timedOut }, operations)
         } catch let error as StoreError {
             throw error
-        } catch let error as APIError {
+        } catch let error as any CallerError {
             throw error
         } catch let error as CancellationError {
             throw error
