@@ -76,8 +76,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // What the server's targets share and nothing else needs: durations in units, hex,
-        // base64url — written once.
+        // What the server's targets share and nothing else needs: durations in units (hex and
+        // base64url are ReceiptKit's, public).
         .target(name: "ServerSupport", swiftSettings: strictSettings),
         // libcrypto for the server: the webhooks' HMAC, as every cryptographic operation of the
         // project goes through OpenSSL.

@@ -24,4 +24,11 @@ static inline size_t rk_json_ledger_decode_flags(void) {
     return JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL;
 }
 
+/* Flags for a file a person wrote (LocatedJSON): duplicates and NUL rejected
+ * as for signed data, but any value at the root, so that a file that is not
+ * an object is told so at its line rather than as a syntax error. */
+static inline size_t rk_json_document_decode_flags(void) {
+    return JSON_REJECT_DUPLICATES | JSON_DECODE_ANY;
+}
+
 #endif

@@ -1,7 +1,6 @@
 public import AsyncHTTPClient
 public import Foundation
 public import ReceiptKit
-import ServerSupport
 
 /// A client of Apple's App Store Server API (1.21) and Retention Messaging API (1.5) that verifies
 /// everything Apple answers.

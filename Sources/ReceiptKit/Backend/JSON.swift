@@ -53,9 +53,7 @@ package final class JSONDocument {
             parsed = Self.load(bytes, flags, &error)
         }
         guard let parsed else {
-            let text = withUnsafeBytes(of: &error.text) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let text = error.message
             let position = reportingLines ? "at line \(error.line), column \(error.column)" : "at offset \(error.position)"
             throw ReceiptKitError(code, "\(what) is not valid JSON: \(text) \(position)")
         }
@@ -68,7 +66,7 @@ package final class JSONDocument {
     }
 
     /// jansson's parse of `bytes` with `flags`, or `nil` with `error` filled in.
-    private static func load(
+    static func load(
         _ bytes: [UInt8], _ flags: Int, _ error: inout json_error_t
     ) -> UnsafeMutablePointer<json_t>? {
         bytes.withUnsafeBufferPointer { buffer in
@@ -88,6 +86,15 @@ package final class JSONDocument {
     ) rethrows -> Result {
         try withExtendedLifetime(self) {
             try body(JSONObject(pointer: root, lifted: lifted, path: path, code: code))
+        }
+    }
+}
+
+extension json_error_t {
+    /// jansson's reason for a failed parse (`unexpected token near ','`).
+    var message: String {
+        withUnsafeBytes(of: text) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
     }
 }

@@ -255,24 +255,11 @@ public struct EntitlementCatalog: Sendable, Hashable {
         return ReceiptKitError(.invalidEntitlements, "the entitlements file, \(place)\(member): \(why)")
     }
 
-    /// The line on which the member at `path` (names and `[index]`es) starts, found by walking the
-    /// text as JSON: each name among the members of the object reached so far, each index among
-    /// the elements of its array. The file was parsed already, so the text is JSON. A name written
-    /// with escapes is not found; then, as when any part is not found, the line of the deepest part
-    /// found; `nil` when not even the first is.
+    /// The line on which the member at `path` (names and `[index]`es) starts, found by reading
+    /// the text as a ``LocatedJSON``: where a part is not found, the line of the deepest part
+    /// found; `nil` when not even the first is, or when the text is not JSON.
     static func line(of path: [String], in bytes: [UInt8]) -> Int? {
-        var cursor = JSONTextCursor(bytes: bytes)
-        var found: Int?
-        for part in path {
-            if part.hasPrefix("["), part.hasSuffix("]"), let index = Int(part.dropFirst().dropLast()) {
-                guard cursor.enterElement(index) else { break }
-            } else {
-                guard cursor.enterMember(Array(part.utf8)) else { break }
-            }
-            found = cursor.start
-        }
-        guard let found else { return nil }
-        return bytes[..<found].reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+        (try? LocatedJSON(jsonBytes: bytes))?.line(at: path)
     }
 
     /// Whether `name` can name an entitlement: 1 to 64 ASCII letters, digits, `_`, `.` and `-`,
@@ -294,112 +281,5 @@ extension String {
     /// `non_consumable` as `non consumable`, for a sentence.
     fileprivate var replacingUnderscores: String {
         String(map { $0 == "_" ? " " : $0 })
-    }
-}
-
-/// A cursor over JSON text that a parser accepted already, moving into members and elements to
-/// find where one is written (``EntitlementCatalog/line(of:in:)``).
-private struct JSONTextCursor {
-    let bytes: [UInt8]
-    /// Where the member or element entered last starts: its name's opening quote, or its value's
-    /// first byte.
-    private(set) var start = 0
-    /// The first byte of the value the cursor is at.
-    private var index = 0
-
-    init(bytes: [UInt8]) {
-        self.bytes = bytes
-        skipWhitespace()
-    }
-
-    /// Moves into the member `name` of the object at the cursor.
-    mutating func enterMember(_ name: [UInt8]) -> Bool {
-        guard next == UInt8(ascii: "{") else { return false }
-        index += 1
-        while true {
-            skipWhitespace()
-            let memberStart = index
-            guard let key = skipString() else { return false }
-            skipWhitespace()
-            guard next == UInt8(ascii: ":") else { return false }
-            index += 1
-            skipWhitespace()
-            if key.elementsEqual(name) {
-                start = memberStart
-                return true
-            }
-            guard skipValue(), separated() else { return false }
-        }
-    }
-
-    /// Moves into the element at `position` of the array at the cursor.
-    mutating func enterElement(_ position: Int) -> Bool {
-        guard next == UInt8(ascii: "["), position >= 0 else { return false }
-        index += 1
-        skipWhitespace()
-        for _ in 0..<position {
-            guard skipValue(), separated() else { return false }
-        }
-        guard let byte = next, byte != UInt8(ascii: "]") else { return false }
-        start = index
-        return true
-    }
-
-    private var next: UInt8? {
-        index < bytes.count ? bytes[index] : nil
-    }
-
-    private mutating func skipWhitespace() {
-        while let byte = next, byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D { index += 1 }
-    }
-
-    /// Skips a `,` between members or elements, and the whitespace after it.
-    private mutating func separated() -> Bool {
-        skipWhitespace()
-        guard next == UInt8(ascii: ",") else { return false }
-        index += 1
-        skipWhitespace()
-        return true
-    }
-
-    /// Skips the string at the cursor; returns its bytes between the quotes, escapes as written.
-    private mutating func skipString() -> ArraySlice<UInt8>? {
-        guard next == UInt8(ascii: "\"") else { return nil }
-        let contents = index + 1
-        index += 1
-        while let byte = next {
-            index += byte == UInt8(ascii: "\\") ? 2 : 1
-            if byte == UInt8(ascii: "\"") { return bytes[contents..<(index - 1)] }
-        }
-        return nil
-    }
-
-    /// Skips the value at the cursor, and the whitespace after it.
-    private mutating func skipValue() -> Bool {
-        guard let first = next else { return false }
-        switch first {
-        case UInt8(ascii: "\""):
-            guard skipString() != nil else { return false }
-        case UInt8(ascii: "{"), UInt8(ascii: "["):
-            var depth = 0
-            repeat {
-                guard let byte = next else { return false }
-                if byte == UInt8(ascii: "\"") {
-                    guard skipString() != nil else { return false }
-                    continue
-                }
-                if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "[") { depth += 1 }
-                if byte == UInt8(ascii: "}") || byte == UInt8(ascii: "]") { depth -= 1 }
-                index += 1
-            } while depth > 0
-        default:
-            // A number, true, false or null: up to the next separator.
-            while let byte = next, byte != UInt8(ascii: ","), byte != UInt8(ascii: "}"), byte != UInt8(ascii: "]"),
-                byte != 0x20, byte != 0x09, byte != 0x0A, byte != 0x0D {
-                index += 1
-            }
-        }
-        skipWhitespace()
-        return true
     }
 }

@@ -21,23 +21,8 @@ extension ES256SigningKey {
                 header.member("x5c", strings: certificateChain.map { Base64.encodeStandard($0) })
             }
         }
-        let signingInput = Base64URL.encode(Array(header.text.utf8)) + "." + Base64URL.encode(payload)
-        return signingInput + "." + Base64URL.encode(try signature(for: Array(signingInput.utf8)))
-    }
-}
-
-/// Unpadded base64url (RFC 4648 §5), as JWS segments are written.
-enum Base64URL {
-    static func encode(_ bytes: some Collection<UInt8>) -> String {
-        var text = Base64.encodeStandard(bytes)
-        while text.last == "=" { text.removeLast() }
-        return String(text.map { character -> Character in
-            switch character {
-            case "+": "-"
-            case "/": "_"
-            default: character
-            }
-        })
+        let signingInput = Base64URL.string(Array(header.text.utf8)) + "." + Base64URL.string(payload)
+        return signingInput + "." + Base64URL.string(try signature(for: Array(signingInput.utf8)))
     }
 }
 

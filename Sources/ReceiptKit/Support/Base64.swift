@@ -229,61 +229,78 @@ package enum Base64 {
         }
     }
 
-    private static let standardLetters = Array(
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
     /// Encodes `bytes` in the standard padded alphabet.
     static func encodeStandard(_ bytes: some Collection<UInt8>) -> String {
+        String(decoding: encode(bytes, alphabet: .standardPadded), as: UTF8.self)
+    }
+
+    /// Encodes `bytes` in `alphabet`: padded with `=` to a multiple of four characters in the
+    /// standard one, unpadded in the URL one.
+    ///
+    /// - Returns: The encoded text as UTF-8 bytes.
+    static func encode(_ bytes: some Collection<UInt8>, alphabet: Alphabet) -> [UInt8] {
+        let letters = alphabet == .urlNoPadding ? urlLetters : standardLetters
         var output = [UInt8]()
         output.reserveCapacity(paddedLength(ofByteCount: bytes.count))
         var iterator = bytes.makeIterator()
         while let a = iterator.next() {
             let b = iterator.next()
             let c = iterator.next()
-            output.append(standardLetters[Int(a >> 2)])
-            output.append(standardLetters[Int((a & 0x03) << 4 | (b ?? 0) >> 4)])
-            output.append(b.map { standardLetters[Int(($0 & 0x0F) << 2 | (c ?? 0) >> 6)] } ?? UInt8(ascii: "="))
-            output.append(c.map { standardLetters[Int($0 & 0x3F)] } ?? UInt8(ascii: "="))
-        }
-        return String(decoding: output, as: UTF8.self)
-    }
-}
-
-/// Lowercase hexadecimal, as fingerprints are printed and pinned.
-enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
-    /// Encodes `bytes` as lowercase hexadecimal.
-    static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        var output = [UInt8]()
-        for byte in bytes {
-            output.append(digits[Int(byte >> 4)])
-            output.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: output, as: UTF8.self)
-    }
-
-    /// Decodes hexadecimal text (either case), or returns `nil` if it is not an even number of
-    /// hex digits.
-    static func decode(_ text: String) -> [UInt8]? {
-        let utf8 = Array(text.utf8)
-        guard utf8.count % 2 == 0 else { return nil }
-        func value(_ digit: UInt8) -> UInt8? {
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-            default: nil
+            output.append(letters[Int(a >> 2)])
+            output.append(letters[Int((a & 0x03) << 4 | (b ?? 0) >> 4)])
+            if let b {
+                output.append(letters[Int((b & 0x0F) << 2 | (c ?? 0) >> 6)])
+            } else if alphabet == .standardPadded {
+                output.append(UInt8(ascii: "="))
             }
-        }
-        var output = [UInt8]()
-        output.reserveCapacity(utf8.count / 2)
-        var index = 0
-        while index < utf8.count {
-            guard let high = value(utf8[index]), let low = value(utf8[index + 1]) else { return nil }
-            output.append(high << 4 | low)
-            index += 2
+            if let c {
+                output.append(letters[Int(c & 0x3F)])
+            } else if alphabet == .standardPadded {
+                output.append(UInt8(ascii: "="))
+            }
         }
         return output
     }
+
+    private static let standardLetters = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let urlLetters = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 }
+
+/// Unpadded base64url (RFC 4648 §5), as JWS segments and URL-safe tokens are written: one
+/// canonical spelling per byte string.
+///
+/// ```swift
+/// Base64URL.string([0xFB, 0xFF])       // "-_8"
+/// Base64URL.decode(Array("-_8".utf8))  // [0xFB, 0xFF]
+/// Base64URL.decode(Array("-_9".utf8))  // nil: bits past the last byte are set
+/// ```
+public enum Base64URL {
+    /// Encodes `bytes` in base64url without padding.
+    ///
+    /// - Parameter bytes: The bytes to encode.
+    /// - Returns: The text as UTF-8 bytes, every one in `A-Z a-z 0-9 - _`.
+    public static func encode(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        Base64.encode(bytes, alphabet: .urlNoPadding)
+    }
+
+    /// Encodes `bytes` in base64url without padding, as text.
+    ///
+    /// - Parameter bytes: The bytes to encode.
+    /// - Returns: The text, every character in `A-Z a-z 0-9 - _`.
+    public static func string(_ bytes: some Collection<UInt8>) -> String {
+        String(decoding: encode(bytes), as: UTF8.self)
+    }
+
+    /// Decodes unpadded base64url, strictly: only the one spelling ``encode(_:)`` writes.
+    ///
+    /// - Parameter text: The text as UTF-8 bytes.
+    /// - Returns: Its bytes, or `nil` when it is not canonical unpadded base64url: a character
+    ///   outside the alphabet (`=` included), a length that leaves one character over, or bits
+    ///   past the last byte that are not zero.
+    public static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
+        Base64.decode(Array(text), alphabet: .urlNoPadding)
+    }
+}
+

@@ -51,7 +51,7 @@ struct JWSDecodingTests {
         // "QQ" and "QR" both decode to "A"; only "QQ" is canonical.
         let token = try signer.sign(payload: Self.transaction)
         let parts = token.split(separator: ".").map(String.init)
-        let payload = Base64URL.encode(Array(Self.transaction.utf8))
+        let payload = Base64URL.string(Array(Self.transaction.utf8))
         try #require(payload.count % 4 != 0, "the payload's encoding must end in a partial group")
         let last = payload.last!
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -62,8 +62,8 @@ struct JWSDecodingTests {
 
     @Test("an empty segment is zero bytes: alg none with no signature is an algorithm error")
     func algNone() throws {
-        let header = Base64URL.encode(Array("{\"alg\":\"none\"}".utf8))
-        let payload = Base64URL.encode(Array(Self.transaction.utf8))
+        let header = Base64URL.string(Array("{\"alg\":\"none\"}".utf8))
+        let payload = Base64URL.string(Array(Self.transaction.utf8))
         expectRejection(.unsupportedAlgorithm) { _ = try verifier.verifyTransaction(header + "." + payload + ".") }
         // And an ES256 token with an empty signature segment is a signature error.
         let token = try signer.sign(payload: Self.transaction)
@@ -196,31 +196,31 @@ struct SignatureTests {
 
     func token(r: [UInt8], s: [UInt8]) throws -> (String, AppStoreVerifier) {
         let signer = try TestSigner.standard()
-        let input = Base64URL.encode(Array(signer.header().utf8)) + "." + Base64URL.encode(Array(JWSDecodingTests.transaction.utf8))
-        return (input + "." + Base64URL.encode(r + s), try Fixtures.testVerifier())
+        let input = Base64URL.string(Array(signer.header().utf8)) + "." + Base64URL.string(Array(JWSDecodingTests.transaction.utf8))
+        return (input + "." + Base64URL.string(r + s), try Fixtures.testVerifier())
     }
 
     @Test("high-S signatures are valid ECDSA and verify, as at Apple")
     func highS() throws {
         let signer = try TestSigner.standard()
-        let input = Base64URL.encode(Array(signer.header().utf8)) + "." + Base64URL.encode(Array(JWSDecodingTests.transaction.utf8))
+        let input = Base64URL.string(Array(signer.header().utf8)) + "." + Base64URL.string(Array(JWSDecodingTests.transaction.utf8))
         let (r, s) = try signer.rawSignature(over: Array(input.utf8))
         let verifier = try Fixtures.testVerifier()
-        #expect(throws: Never.self) { _ = try verifier.verifyTransaction(input + "." + Base64URL.encode(r + s)) }
-        #expect(throws: Never.self) { _ = try verifier.verifyTransaction(input + "." + Base64URL.encode(r + Self.negate(s))) }
+        #expect(throws: Never.self) { _ = try verifier.verifyTransaction(input + "." + Base64URL.string(r + s)) }
+        #expect(throws: Never.self) { _ = try verifier.verifyTransaction(input + "." + Base64URL.string(r + Self.negate(s))) }
     }
 
     @Test("r or s zero, at or above the order, or the wrong length: invalid_signature")
     func outOfRange() throws {
         let signer = try TestSigner.standard()
-        let input = Base64URL.encode(Array(signer.header().utf8)) + "." + Base64URL.encode(Array(JWSDecodingTests.transaction.utf8))
+        let input = Base64URL.string(Array(signer.header().utf8)) + "." + Base64URL.string(Array(JWSDecodingTests.transaction.utf8))
         let (r, s) = try signer.rawSignature(over: Array(input.utf8))
         let zero = [UInt8](repeating: 0, count: 32)
         let allOnes = [UInt8](repeating: 0xFF, count: 32)
         let verifier = try Fixtures.testVerifier()
         for raw in [zero + s, r + zero, Self.order + s, r + Self.order, allOnes + s, zero + zero, Array((r + s).dropFirst()),
                     r + s + [0], Array(r + s).reversed()] {
-            expectRejection(.invalidSignature) { _ = try verifier.verifyTransaction(input + "." + Base64URL.encode(raw)) }
+            expectRejection(.invalidSignature) { _ = try verifier.verifyTransaction(input + "." + Base64URL.string(raw)) }
         }
     }
 

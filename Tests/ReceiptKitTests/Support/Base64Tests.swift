@@ -106,3 +106,41 @@ struct Base64Tests {
         #expect(Base64.decode(standard, alphabet: .urlNoPadding) == nil)
     }
 }
+
+/// The public encoders beside the decoder: base64url against Foundation at every length, its
+/// strict decoding, and hexadecimal.
+@Suite("Base64URL and Hex")
+struct Base64URLHexTests {
+    @Test("base64url encodes as Foundation does, without padding, and decodes back")
+    func base64URLRoundTrip() {
+        for count in 0..<70 {
+            let bytes = Base64Tests.bytes(count, seed: 3)
+            let text = Base64URL.string(bytes)
+            #expect(text == Base64Tests.urlEncoded(bytes), "\(count) bytes")
+            #expect(Base64URL.encode(bytes) == Array(text.utf8))
+            #expect(Base64URL.decode(text.utf8) == bytes, "\(count) bytes")
+            #expect(Base64URL.decode(Array(text.utf8)[...]) == bytes, "\(count) bytes")
+        }
+    }
+
+    @Test("base64url decoding refuses padding, the standard alphabet, a dangling character and set unused bits")
+    func base64URLStrict() {
+        #expect(Base64URL.decode("-_8".utf8) == [0xFB, 0xFF])
+        for text in ["-_8=", "+/8", "QUJDR", "-_9", "QQ==", "QR", " QQ"] {
+            #expect(Base64URL.decode(text.utf8) == nil, "\(text)")
+        }
+        #expect(Base64URL.decode("".utf8) == [])
+    }
+
+    @Test("hex: lowercase out, either case in, a strict lowercase check")
+    func hex() {
+        #expect(Hex.encode([0x00, 0x0A, 0xFF, 0x7B]) == "000aff7b")
+        #expect(Hex.decode("000aff7b") == [0x00, 0x0A, 0xFF, 0x7B])
+        #expect(Hex.decode("000AFF7B"[...]) == [0x00, 0x0A, 0xFF, 0x7B])
+        for text in ["0", "0g", "0a ", "+1"] { #expect(Hex.decode(text) == nil, "\(text)") }
+        #expect(Hex.isLowercase("000aff7b", count: 8))
+        #expect(!Hex.isLowercase("000AFF7B", count: 8))
+        #expect(!Hex.isLowercase("000aff7b", count: 6))
+        #expect(!Hex.isLowercase("000aff7g", count: 8))
+    }
+}

@@ -1,5 +1,6 @@
 import CReceiptKitOpenSSL
 import Foundation
+import ReceiptKit
 import Testing
 
 /// Signs JWS under the project's test PKI (`TestVectors/pki`) with OpenSSL, so tests can build
@@ -32,9 +33,9 @@ struct TestSigner {
 
     /// A signed compact JWS over raw header and payload bytes.
     func sign(payloadBytes: [UInt8], headerBytes: [UInt8]) throws -> String {
-        let input = Base64URL.encode(headerBytes) + "." + Base64URL.encode(payloadBytes)
+        let input = Base64URL.string(headerBytes) + "." + Base64URL.string(payloadBytes)
         let (r, s) = try rawSignature(over: Array(input.utf8))
-        return input + "." + Base64URL.encode(r + s)
+        return input + "." + Base64URL.string(r + s)
     }
 
     /// The raw `(r, s)` of a fresh ECDSA P-256 / SHA-256 signature over `message`.
@@ -68,21 +69,5 @@ struct TestSigner {
             return [UInt8](repeating: 0, count: 32 - value.count) + value
         }
         return (try integer(), try integer())
-    }
-}
-
-/// Unpadded base64url, as JWS segments are written.
-enum Base64URL {
-    static func encode(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64).map(Array.init)
     }
 }

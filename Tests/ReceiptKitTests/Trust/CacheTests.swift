@@ -32,11 +32,11 @@ struct CacheTests {
         let token = try signer.sign(payload: Self.payload(signedDate: 1_748_779_200_123))
         _ = try verifier.verifyTransaction(token)
         let parts = token.split(separator: ".").map(String.init)
-        let forged = Base64URL.encode(Array(Self.payload(signedDate: 1_748_779_200_124).utf8))
+        let forged = Base64URL.string(Array(Self.payload(signedDate: 1_748_779_200_124).utf8))
         expectRejection(.invalidSignature) { _ = try verifier.verifyTransaction(parts[0] + "." + forged + "." + parts[2]) }
         // The same header with the all-zero signature is refused too.
         expectRejection(.invalidSignature) {
-            _ = try verifier.verifyTransaction(parts[0] + "." + parts[1] + "." + Base64URL.encode([UInt8](repeating: 0, count: 64)))
+            _ = try verifier.verifyTransaction(parts[0] + "." + parts[1] + "." + Base64URL.string([UInt8](repeating: 0, count: 64)))
         }
     }
 

@@ -1,5 +1,5 @@
 internal import CReceiptKitServerOpenSSL
-import ServerSupport
+import ReceiptKit
 
 /// The signature a webhook carries, in Stripe's scheme: `ReceiptKit-Signature: t=UNIX,v1=HEX`,
 /// where `HEX` is the lowercase hex HMAC-SHA256, under the webhook secret, of the decimal
@@ -14,7 +14,7 @@ package enum WebhookSignature {
     ///   - timestamp: Seconds since 1970 when the request is sent.
     ///   - body: The body's bytes, exactly as sent.
     package static func header(secret: [UInt8], timestamp: Int64, body: [UInt8]) -> String {
-        "t=\(timestamp),v1=\(Hex.lowercase(hmacSHA256(key: secret, data: Array("\(timestamp).".utf8) + body)))"
+        "t=\(timestamp),v1=\(Hex.encode(hmacSHA256(key: secret, data: Array("\(timestamp).".utf8) + body)))"
     }
 
     /// HMAC-SHA256 (RFC 2104) of `data` under `key`.

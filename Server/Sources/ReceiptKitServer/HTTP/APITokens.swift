@@ -1,7 +1,7 @@
 import Foundation
 internal import CReceiptKitServerOpenSSL
 import NIOConcurrencyHelpers
-import ServerSupport
+import ReceiptKit
 
 /// What a token may do. Each scope may do everything the one before it may.
 public enum TokenScope: String, Sendable, Hashable, Comparable, CaseIterable {
@@ -124,7 +124,7 @@ public final class APITokens: Sendable {
                     "\(place): expected the SHA-256 of the token in 64 lowercase hex digits (receiptkit-server token new prints it), not the token")
             }
             guard names.insert(name).inserted else { throw ConfigurationError("\(place): the name \(name) is used twice") }
-            tokens.append(APIToken(name: name, scope: scope, digest: Hex.bytes(fields[2]) ?? []))
+            tokens.append(APIToken(name: name, scope: scope, digest: Hex.decode(fields[2]) ?? []))
         }
         return tokens
     }
@@ -142,7 +142,7 @@ public final class APITokens: Sendable {
 
     /// The line of `RECEIPTKIT_API_TOKENS_FILE` that accepts `token`: its name, scope and SHA-256.
     package static func line(name: String, scope: TokenScope, token: String) -> String {
-        "\(name) \(scope.rawValue) \(Hex.lowercase(sha256(Array(token.utf8))))"
+        "\(name) \(scope.rawValue) \(Hex.encode(sha256(Array(token.utf8))))"
     }
 
     /// SHA-256 (OpenSSL's).

@@ -1,6 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
-import ServerSupport
+import ReceiptKit
 
 /// How an input's raw bytes are stored: as received, or with the JWS header segments they
 /// carry replaced by references to the `jws_headers` table (`inputs.raw_encoding`); either form

@@ -1,6 +1,5 @@
 import Foundation
 import ReceiptKit
-import ServerSupport
 
 /// Turns a verified record into the input the store keeps: its dedup key, the keys it touches,
 /// the customers it links, and the ledger copies it folds in (``EntitlementLedger/copies(of:)``).
@@ -81,7 +80,7 @@ extension VerifiedInput {
             }
         case .receipt:
             if let receipt = record.receipt {
-                let opaque = Hex.lowercase(receipt.opaqueValue)
+                let opaque = Hex.encode(receipt.opaqueValue)
                 return "receipt:\(receipt.receiptCreationDate.millisecondsSince1970):\(opaque)"
             }
         default:

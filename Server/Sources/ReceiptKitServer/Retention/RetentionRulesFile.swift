@@ -1,5 +1,6 @@
 import AppStoreServerAPI
 import Foundation
+package import ReceiptKit
 
 /// The rules file `RECEIPTKIT_RETENTION_RULES` names, read once at start:
 ///
@@ -43,17 +44,17 @@ package enum RetentionRulesFile {
         }
     }
 
-    /// The rules of a file's text.
+    /// The rules of a file's text, read by ReceiptKit's ``LocatedJSON`` (jansson).
     ///
-    /// - Throws: ``LocatedJSON/Failure`` with the line that is wrong and why.
+    /// - Throws: ``LocatedJSON/Failure`` with the line and the member path that are wrong and why.
     package static func parse(_ text: String, canSign: Bool) throws(LocatedJSON.Failure) -> RetentionRules {
-        let root = try LocatedJSON.parse(text)
+        let root = try LocatedJSON(jsonBytes: Array(text.utf8))
         let members = try object(root, "the file", allowed: ["rules"])
         guard let list = members["rules"] else {
-            throw LocatedJSON.Failure(line: root.line, reason: "the file has no \"rules\": expected {\"rules\": [rule, …]}")
+            throw root.failure("the file has no \"rules\": expected {\"rules\": [rule, …]}")
         }
         guard case .array(let elements) = list.value else {
-            throw LocatedJSON.Failure(line: list.line, reason: "\"rules\" is \(list.kindName); expected a list of rules")
+            throw list.failure("\"rules\" is \(list.kindName); expected a list of rules")
         }
         return RetentionRules(try elements.map { element throws(LocatedJSON.Failure) in try rule(element, canSign: canSign) })
     }
@@ -61,13 +62,12 @@ package enum RetentionRulesFile {
     private static func rule(_ value: LocatedJSON, canSign: Bool) throws(LocatedJSON.Failure) -> RetentionRule {
         let members = try object(value, "a rule", allowed: ["when", "answer"])
         guard let answerValue = members["answer"] else {
-            throw LocatedJSON.Failure(line: value.line, reason: "the rule has no \"answer\"")
+            throw value.failure("the rule has no \"answer\"")
         }
         let answer = try self.answer(answerValue)
         if case .promotionalOffer = answer, !canSign {
-            throw LocatedJSON.Failure(
-                line: answerValue.line,
-                reason: "a promotional_offer answer is signed with the In-App Purchase key, and it is not configured (RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID, RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE)")
+            throw answerValue.failure(
+                "a promotional_offer answer is signed with the In-App Purchase key, and it is not configured (RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID, RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE)")
         }
         var when = RetentionConditions()
         if let conditions = members["when"] {
@@ -85,17 +85,16 @@ package enum RetentionRulesFile {
         switch member.name {
         case "product_id":
             if case .string(let product) = value.value {
-                when.productIds = [try nonEmpty(product, "product_id", line: value.line)]
+                when.productIds = [try nonEmpty(product, "product_id", at: value)]
             } else {
                 when.productIds = Set(try strings(value, "product_id", what: "a product id or a list of them").map(\.text))
             }
         case "status":
             let names = try strings(value, "status", what: "a list of statuses")
-            when.statuses = Set(try names.map { name, line throws(LocatedJSON.Failure) in
+            when.statuses = Set(try names.map { name, element throws(LocatedJSON.Failure) in
                 guard let status = RetentionStatus(rawValue: name) else {
-                    throw LocatedJSON.Failure(
-                        line: line,
-                        reason: "status names \"\(name)\", which is not a state; expected \(RetentionStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+                    throw element.failure(
+                        "status names \"\(name)\", which is not a state; expected \(RetentionStatus.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 return status
             })
@@ -103,26 +102,26 @@ package enum RetentionRulesFile {
             when.isTrial = try bool(value, "is_trial")
         case "locale":
             let tags = try strings(value, "locale", what: "a list of language tags (en, en-US)")
-            for (tag, line) in tags where !isLanguageTag(tag) {
-                throw LocatedJSON.Failure(line: line, reason: "locale names \"\(tag)\", which is not a language tag (en, en-US, pt-BR)")
+            for (tag, element) in tags where !isLanguageTag(tag) {
+                throw element.failure("locale names \"\(tag)\", which is not a language tag (en, en-US, pt-BR)")
             }
             when.locales = tags.map(\.text)
         case "storefront":
             let codes = try strings(value, "storefront", what: "a list of storefronts (USA, FRA)")
-            for (code, line) in codes where !(code.count == 3 && code.allSatisfy { $0.isASCII && $0.isLetter }) {
-                throw LocatedJSON.Failure(
-                    line: line, reason: "storefront names \"\(code)\"; expected a three-letter country code, as Apple names storefronts (USA, FRA)")
+            for (code, element) in codes where !(code.count == 3 && code.allSatisfy { $0.isASCII && $0.isLetter }) {
+                throw element.failure(
+                    "storefront names \"\(code)\"; expected a three-letter country code, as Apple names storefronts (USA, FRA)")
             }
             when.storefronts = Set(codes.map { $0.text.uppercased() })
         case "min_renewals":
-            guard case .number(let text) = value.value, let count = Int(text), count >= 0 else {
-                throw LocatedJSON.Failure(line: value.line, reason: "min_renewals must be a whole number, 0 or more")
+            guard case .integer(let number) = value.value, let count = Int(exactly: number), count >= 0 else {
+                throw value.failure("min_renewals must be a whole number, 0 or more")
             }
             when.minimumRenewals = count
         default:  // offer_used
             guard case .promotionalOffer = answer else {
-                throw LocatedJSON.Failure(
-                    line: member.line, reason: "offer_used says whether the rule's promotional offer was redeemed: the rule's answer must be a promotional_offer")
+                throw member.failure(
+                    "offer_used says whether the rule's promotional offer was redeemed: the rule's answer must be a promotional_offer")
             }
             when.offerUsed = try bool(value, "offer_used")
         }
@@ -134,14 +133,14 @@ package enum RetentionRulesFile {
             let reason = members.isEmpty
                 ? "the answer is empty; expected one of \(answers.joined(separator: ", "))"
                 : "two answers in one rule (\(members.map(\.name).joined(separator: " and "))): a rule answers one"
-            throw LocatedJSON.Failure(line: members.dropFirst().first?.line ?? value.line, reason: reason)
+            throw members.dropFirst().first?.failure(reason) ?? value.failure(reason)
         }
         switch member.name {
         case "message":
             guard case .string(let text) = member.value.value else {
-                throw LocatedJSON.Failure(line: member.value.line, reason: "message is \(member.value.kindName); expected a message id (a UUID)")
+                throw member.value.failure("message is \(member.value.kindName); expected a message id (a UUID)")
             }
-            return .message(try uuid(text, "message", line: member.value.line))
+            return .message(try uuid(text, "message", at: member.value))
         case "alternate_product":
             let fields = try object(member.value, "alternate_product", allowed: ["message", "product_id"])
             return .alternateProduct(
@@ -177,39 +176,40 @@ package enum RetentionRulesFile {
         _ value: LocatedJSON, _ what: String, allowed: [String]
     ) throws(LocatedJSON.Failure) -> [LocatedJSON.Member] {
         guard case .object(let members) = value.value else {
-            throw LocatedJSON.Failure(line: value.line, reason: "\(what) is \(value.kindName); expected an object")
+            throw value.failure("\(what) is \(value.kindName); expected an object")
         }
         for member in members where !allowed.contains(member.name) {
             let expected = allowed.isEmpty ? "it takes none: write {}" : "expected \(allowed.joined(separator: ", "))"
-            throw LocatedJSON.Failure(line: member.line, reason: "\(what) has a member \"\(member.name)\"; \(expected)")
+            throw member.failure("\(what) has a member \"\(member.name)\"; \(expected)")
         }
         return members
     }
 
-    /// A non-empty list of non-empty strings, each with its line.
+    /// A non-empty list of non-empty strings, each with the value it is, for an error at it.
     private static func strings(
         _ value: LocatedJSON, _ name: String, what: String
-    ) throws(LocatedJSON.Failure) -> [(text: String, line: Int)] {
+    ) throws(LocatedJSON.Failure) -> [(text: String, element: LocatedJSON)] {
         guard case .array(let elements) = value.value, !elements.isEmpty else {
-            throw LocatedJSON.Failure(line: value.line, reason: "\(name) is \(value.kindName == "a list" ? "an empty list" : value.kindName); expected \(what)")
+            let found = if case .array = value.value { "an empty list" } else { value.kindName }
+            throw value.failure("\(name) is \(found); expected \(what)")
         }
         return try elements.map { element throws(LocatedJSON.Failure) in
             guard case .string(let text) = element.value else {
-                throw LocatedJSON.Failure(line: element.line, reason: "\(name) holds \(element.kindName); expected \(what)")
+                throw element.failure("\(name) holds \(element.kindName); expected \(what)")
             }
-            return (try nonEmpty(text, name, line: element.line), element.line)
+            return (try nonEmpty(text, name, at: element), element)
         }
     }
 
     private static func bool(_ value: LocatedJSON, _ name: String) throws(LocatedJSON.Failure) -> Bool {
         guard case .bool(let flag) = value.value else {
-            throw LocatedJSON.Failure(line: value.line, reason: "\(name) is \(value.kindName); expected true or false")
+            throw value.failure("\(name) is \(value.kindName); expected true or false")
         }
         return flag
     }
 
-    private static func nonEmpty(_ text: String, _ name: String, line: Int) throws(LocatedJSON.Failure) -> String {
-        guard !text.isEmpty else { throw LocatedJSON.Failure(line: line, reason: "\(name) is an empty string") }
+    private static func nonEmpty(_ text: String, _ name: String, at value: LocatedJSON) throws(LocatedJSON.Failure) -> String {
+        guard !text.isEmpty else { throw value.failure("\(name) is an empty string") }
         return text
     }
 
@@ -217,11 +217,11 @@ package enum RetentionRulesFile {
     private static func string(
         _ fields: [String: LocatedJSON], _ name: String, in object: LocatedJSON, _ what: String
     ) throws(LocatedJSON.Failure) -> String {
-        guard let value = fields[name] else { throw LocatedJSON.Failure(line: object.line, reason: "\(what) has no \(name)") }
+        guard let value = fields[name] else { throw object.failure("\(what) has no \(name)") }
         guard case .string(let text) = value.value else {
-            throw LocatedJSON.Failure(line: value.line, reason: "\(what)'s \(name) is \(value.kindName); expected a string")
+            throw value.failure("\(what)'s \(name) is \(value.kindName); expected a string")
         }
-        return try nonEmpty(text, name, line: value.line)
+        return try nonEmpty(text, name, at: value)
     }
 
     /// An answer's required `message`: a message id.
@@ -229,14 +229,14 @@ package enum RetentionRulesFile {
         _ fields: [String: LocatedJSON], in object: LocatedJSON, _ what: String
     ) throws(LocatedJSON.Failure) -> UUIDString {
         let text = try string(fields, "message", in: object, what)
-        return try uuid(text, "\(what)'s message", line: fields["message"]?.line ?? object.line)
+        return try uuid(text, "\(what)'s message", at: fields["message"] ?? object)
     }
 
     /// A message id: the UUID it was uploaded under (`appstore-api messaging message upload ID`).
-    private static func uuid(_ text: String, _ name: String, line: Int) throws(LocatedJSON.Failure) -> UUIDString {
+    private static func uuid(_ text: String, _ name: String, at value: LocatedJSON) throws(LocatedJSON.Failure) -> UUIDString {
         guard let id = try? UUIDString(text) else {
-            throw LocatedJSON.Failure(
-                line: line, reason: "\(name) is \"\(text)\", which is not a UUID; a message's id is the UUID it was uploaded with")
+            throw value.failure(
+                "\(name) is \"\(text)\", which is not a UUID; a message's id is the UUID it was uploaded with")
         }
         return id
     }

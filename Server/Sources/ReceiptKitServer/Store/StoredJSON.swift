@@ -1,4 +1,4 @@
-import ServerSupport
+import ReceiptKit
 
 /// The JSON the store keeps beside Apple's signed bytes — each input's record, each ledger copy —
 /// deflated against a preset dictionary of what such documents share: a 2.1 KB notification record

@@ -1,13 +1,13 @@
 import Foundation
+import ReceiptKit
 import ReceiptKitServer
-import ServerSupport
 import Testing
 
 /// The pieces of webhook delivery that are pure: the signature's HMAC and header, and the
 /// retry schedule.
 @Suite("Webhook signature and retry schedule")
 struct DeliveryPolicyTests {
-    static func hex(_ bytes: [UInt8]) -> String { Hex.lowercase(bytes) }
+    static func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 
     @Test("HMAC-SHA256 gives RFC 4231's answers (test cases 1, 2 and 6: a key longer than the block)")
     func rfc4231() {

@@ -1,6 +1,6 @@
 import CServerTestOpenSSL
 import Foundation
-import ServerSupport
+import ReceiptKit
 import Testing
 
 /// Signs JWS under the project's test PKI (`TestVectors/pki`) with libcrypto, so that each test

@@ -1,6 +1,6 @@
 import Foundation
+import ReceiptKit
 import ReceiptKitServer
-import ServerSupport
 import Testing
 
 /// ``RawCompaction``: what it finds to replace, that expanding gives back exactly the bytes

@@ -1,5 +1,6 @@
 import AppStoreServerAPI
 import Foundation
+import ReceiptKit
 import ReceiptKitServer
 import Testing
 
@@ -120,12 +121,12 @@ struct RetentionRulesFileTests {
         Mistake(name: "a member given twice", text: """
             {"rules": [{"when": {"is_trial": true,
               "is_trial": false}, "answer": {"message": "\(uuid)"}}]}
-            """, line: 2, words: ["\"is_trial\" is given twice"]),
+            """, line: 2, words: ["not valid JSON", "duplicate object key", "\"is_trial\""]),
         Mistake(name: "JSON that does not parse", text: """
             {"rules": [{"answer": {"message": "\(uuid)"}},
               {"answer": {"message": "\(uuid)"}},,
             ]}
-            """, line: 2, words: ["where a value was expected"]),
+            """, line: 2, words: ["not valid JSON", "unexpected token near ','"]),
         Mistake(name: "a status that is not a list", text: """
             {"rules": [{"when": {"status": "active"}, "answer": {"message": "\(uuid)"}}]}
             """, line: 1, words: ["status is a string", "a list of statuses"]),

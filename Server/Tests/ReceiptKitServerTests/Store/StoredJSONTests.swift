@@ -1,7 +1,6 @@
 import Foundation
 import ReceiptKit
 import ReceiptKitServer
-import ServerSupport
 import Testing
 
 /// ``StoredJSON``: what the store writes of a record or copy gives back exactly the JSON it was
