@@ -28,7 +28,7 @@ struct ConsumptionRequests: Sendable {
                 "customer_consented must be true: Apple takes consumption information only with the customer's consent")
         }
         try answer.validate()
-        guard canSend else { throw AppleAPI.notConfigured }
+        guard canSend else { throw APIError.reconciliationOff }
         guard let pending = try await store.consumptionRequest(transactionId: transactionId) else {
             throw APIError(
                 .notFound, "consumption_request_not_found", "no CONSUMPTION_REQUEST notification about transaction \(transactionId) is stored")
@@ -76,15 +76,4 @@ struct ConsumptionRequests: Sendable {
             kind: .consumption, target: transactionId, orderingKey: "consumption:\(transactionId)", eventId: nil, body: body,
             createdAt: now, giveUpAt: deadline)
     }
-}
-
-/// A consumption request as stored.
-struct StoredConsumptionRequest: Sendable, Hashable {
-    var notificationUUID: String
-    var productType: String?
-    var deadline: Int64
-    var answeredAt: Int64?
-    /// The app and environment of the transaction: where the answer is sent.
-    var bundleId: String
-    var environment: String
 }

@@ -144,7 +144,5 @@ struct AppleAPI: Sendable {
 
     /// The answer when the server has no In-App Purchase key: 409, a feature this server is not
     /// configured for (a 5xx would say "our fault" to every client and alert).
-    static let notConfigured = APIError(
-        .conflict, "reconciliation_off",
-        "this needs the App Store Server API: set RECEIPTKIT_APPSTORE_KEY_ID, RECEIPTKIT_APPSTORE_ISSUER_ID and RECEIPTKIT_APPSTORE_PRIVATE_KEY_FILE")
+    static let notConfigured = APIError.reconciliationOff
 }

@@ -93,14 +93,14 @@ final class PostgresBackend: StoreBackend {
         return try await transaction { connection in try await connection.run(steps, logger: logger) }
     }
 
-    /// `client.withTransaction`, with a ``StoreError`` or ``APIError`` its body threw passed on
+    /// `client.withTransaction`, with a ``StoreError`` or ``AnswerError`` its body threw passed on
     /// as thrown (PostgresNIO wraps it in `PostgresTransactionError`), so that stored data that
     /// cannot be read keeps its answer (500, not 503).
     private func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         do {
             return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
         } catch let error as PostgresTransactionError {
-            if let thrown = error.closureError, thrown is StoreError || thrown is APIError { throw thrown }
+            if let thrown = error.closureError, thrown is StoreError || thrown is any AnswerError { throw thrown }
             throw error
         }
     }

@@ -13,26 +13,3 @@ public struct FeedCommit: Sendable {
         outboxRows += other.outboxRows
     }
 }
-
-/// What the store does besides storing: where the feed's events and notifications are sent, and
-/// whom to tell what each commit wrote.
-public struct FeedSettings: Sendable {
-    /// Where events and notifications are sent: their outbox rows are written with them.
-    public var targets: OutboxTargets
-    /// Called after each commit that wrote events or outbox rows (metrics, and the delivery
-    /// worker's wake-up); never before the commit.
-    public var observer: (@Sendable (FeedCommit) -> Void)?
-    /// The named entitlements (`RECEIPTKIT_ENTITLEMENTS_FILE`), whose changes the feed tells;
-    /// `nil`: none.
-    package var entitlements: EntitlementsFile?
-
-    /// Creates settings.
-    public init(targets: OutboxTargets = OutboxTargets(), observer: (@Sendable (FeedCommit) -> Void)? = nil) {
-        self.targets = targets
-        self.observer = observer
-    }
-
-    func tell(_ commit: FeedCommit) {
-        if !commit.isEmpty { observer?(commit) }
-    }
-}
