@@ -17,14 +17,14 @@ struct ConsumptionRequests: Sendable {
     ///
     /// - Returns: The request's deadline and the outbox row.
     /// - Throws: ``ConsumptionRefusal`` (no consent, no such request, its deadline passed),
-    ///   ``InvalidInput`` (a field Apple refuses for this purchase), `AppleFailure.notConfigured`
-    ///   without the App Store Server API; ``StoreError``.
+    ///   ``InvalidInput`` (a field Apple refuses for this purchase), `sendingOff` without the App
+    ///   Store Server API; ``StoreError``.
     func answer(_ answer: ConsumptionAnswer, transactionId: String, now: Int64) async throws -> (deadline: Int64, delivery: Delivery?) {
         guard answer.customerConsented == true else {
             throw ConsumptionRefusal.consentRequired
         }
         try answer.validate()
-        guard canSend else { throw AppleFailure.notConfigured }
+        guard canSend else { throw ConsumptionRefusal.sendingOff }
         guard let pending = try await store.consumptionRequest(transactionId: transactionId) else {
             throw ConsumptionRefusal.requestNotFound(transactionId: transactionId)
         }
@@ -69,15 +69,4 @@ struct ConsumptionRequests: Sendable {
             kind: .consumption, target: transactionId, orderingKey: "consumption:\(transactionId)", eventId: nil, body: body,
             createdAt: now, giveUpAt: deadline)
     }
-}
-
-/// A consumption request as stored.
-struct StoredConsumptionRequest: Sendable, Hashable {
-    var notificationUUID: String
-    var productType: String?
-    var deadline: Int64
-    var answeredAt: Int64?
-    /// The app and environment of the transaction: where the answer is sent.
-    var bundleId: String
-    var environment: String
 }

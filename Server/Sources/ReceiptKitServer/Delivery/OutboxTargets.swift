@@ -63,3 +63,9 @@ public struct OutboxTargets: Sendable, Hashable {
         "\(key.bundleId)|\(key.environment)|\(key.originalTransactionId)"
     }
 }
+
+extension Store {
+    /// Where the feed's events and notifications are sent: the targets the store's features were
+    /// given (none without).
+    var outboxTargets: OutboxTargets { features.setting(OutboxTargets.self) ?? OutboxTargets() }
+}

@@ -1,4 +1,4 @@
-package import ReceiptKit
+import ReceiptKit
 
 /// Decides which changes one step of a key's derived state is: the one place the event types are
 /// defined. Pure: the same two states give the same changes, whatever input or sweep led there.

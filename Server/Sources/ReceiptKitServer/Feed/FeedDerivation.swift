@@ -35,7 +35,7 @@ enum FeedDerivation {
     ) -> KeyChange {
         var change = KeyChange()
         let current = state.map(DerivedState.init)
-        let boundary = Self.boundary(state, lastKnownFrom: lastKnownFrom, at: instant)
+        let boundary = DerivedRecord.boundary(state, lastKnownFrom: lastKnownFrom, at: instant)
         if let current {
             for type in EventClassification.changes(from: stored.state, to: current) {
                 change.events.append(FeedEvent(
@@ -54,20 +54,5 @@ enum FeedDerivation {
         let derived = DerivedRecord(state: current ?? stored.state, nextChangeAt: boundary)
         if derived != stored { change.derived = derived }
         return change
-    }
-
-    /// When a key evaluated at `instant` is to be evaluated again without a new input: when its
-    /// status may change by time alone (ReceiptKit's ``SubscriptionState/statusMayChangeAt``), or
-    /// when a copy signed after `instant` (by a clock ahead of ours) counts.
-    static func boundary(_ state: SubscriptionState?, lastKnownFrom: Int64?, at instant: Timestamp) -> Int64? {
-        let later = lastKnownFrom.flatMap { $0 > instant.millisecondsSince1970 ? $0 : nil }
-        return [state?.statusMayChangeAt?.millisecondsSince1970, later].compactMap { $0 }.min()
-    }
-
-    /// What the feed remembers of a key without writing events: what the migration that
-    /// introduced the feed stored for every key a server before it had, so that the first input
-    /// after the upgrade is compared with the state it found, not with nothing.
-    static func baseline(_ state: SubscriptionState?, lastKnownFrom: Int64?, at instant: Timestamp) -> DerivedRecord {
-        DerivedRecord(state: state.map(DerivedState.init), nextChangeAt: boundary(state, lastKnownFrom: lastKnownFrom, at: instant))
     }
 }

@@ -53,7 +53,7 @@ struct SweepService: Service {
         }
         // After the keys, so that a customer's entitlements are derived from the keys' states
         // the sweep left (a customer derives its keys' states itself, at its own instants).
-        if let file = store.feed.entitlements {
+        if let file = store.entitlementsFile {
             var customers = SweepReport()
             repeat {
                 let report = try await store.sweepEntitlements(now: Timestamp(clock()), limit: batch, catalog: file.catalog)

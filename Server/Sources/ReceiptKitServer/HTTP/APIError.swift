@@ -103,3 +103,10 @@ extension Response {
             body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
     }
 }
+
+extension Response {
+    /// A 200 (or `status`) answer whose body is `answer` as JSON.
+    static func json(_ answer: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        .json(try AnswerEncoder.encode(answer), status: status)
+    }
+}

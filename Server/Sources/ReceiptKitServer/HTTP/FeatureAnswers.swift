@@ -27,7 +27,7 @@ extension APIError {
             switch error {
             case .consentRequired: self.init(.badRequest, error)
             case .requestNotFound: self.init(.notFound, error)
-            case .deadlinePassed: self.init(.conflict, error)
+            case .deadlinePassed, .sendingOff: self.init(.conflict, error)
             }
         case is InvalidInput, is IncompleteRealtimeRequest:
             self.init(.badRequest, error)
@@ -53,4 +53,14 @@ extension APIError {
     private init(_ status: HTTPResponse.Status, _ error: any CallerError, retryAfterSeconds: Int? = nil) {
         self.init(status, error.code, error.message, retryAfterSeconds: retryAfterSeconds)
     }
+}
+
+/// A request body longer than its route takes (`input_too_large`, 413, as ReceiptKit names an
+/// input over its limit).
+struct BodyTooLarge: CallerError {
+    /// The most the route takes, in bytes.
+    let limit: Int
+
+    var code: String { "input_too_large" }
+    var message: String { "the body is larger than \(limit) bytes" }
 }

@@ -17,8 +17,7 @@ extension Store {
     /// - Throws: ``StoreError`` when the database fails or does not answer within ``timeout``;
     ///   `CancellationError`.
     package func record(_ input: VerifiedInput) async throws -> Bool {
-        let recording = Recording(
-            input, dialect: backend.dialect, targets: feed.targets, directory: headers, catalog: feed.entitlements?.catalog)
+        let recording = Recording(input, dialect: backend.dialect, features: features, directory: headers)
         let recorded: Recording.Result
         do {
             recorded = try await backend.record(recording, deadline: timeout.map { ContinuousClock.now + $0 })
@@ -30,7 +29,7 @@ extension Store {
             throw StoreError(String(describing: error))
         }
         headers.remember(recorded.headers)
-        feed.tell(recorded.commit)
+        features.tell(recorded.commit)
         return recorded.isNew
     }
 

@@ -33,7 +33,7 @@ extension Store {
     /// - Returns: The row, or `nil` when there is no such row or it is pending already.
     func retryDelivery(_ id: Int64, now: Int64, giveUpAt: Int64) async throws -> Delivery? {
         let delivery = try await backend.updating(OutboxStatements.retry, [.integer(now), .integer(giveUpAt), .integer(id)]).first
-        if delivery != nil { feed.tell(FeedCommit(outboxRows: 1)) }
+        if delivery != nil { features.tell(FeedCommit(outboxRows: 1)) }
         return delivery
     }
 

@@ -1,5 +1,5 @@
 package import struct Foundation.Date
-package import Logging
+import Logging
 package import PostgresNIO
 import ReceiptKit
 
@@ -8,13 +8,15 @@ import ReceiptKit
 /// and PostgreSQL differ (``StoreBackend``), with the same schema and migrations (``Schema``).
 ///
 /// Every method that writes runs one database transaction and returns only once it has
-/// committed: a route answers 200 only after that. Its operations are grouped by feature in the
-/// `Store+…` files beside this one; their statements are in `Statements/`, the logic of the
-/// longer ones in `Steps/`.
+/// committed: a route answers 200 only after that. Its own operations are in the `Store+…` files
+/// beside this one, a feature's in the feature's folder; their statements are in `Statements/`,
+/// the ledger's longer ones in `Steps/`. It knows no feature: recording runs the ones it is made
+/// with (``StoreFeatures``).
 package final class Store: Sendable {
     let backend: any StoreBackend
-    /// Where the feed's events go, and whom to tell what each commit wrote.
-    let feed: FeedSettings
+    /// The features' rules its operations run, and whom to tell what each commit wrote
+    /// (the feed's `FeedSettings`).
+    let features: any StoreFeatures
     /// The JWS headers committed so far, with their ids.
     let headers = HeaderDirectory()
     /// The PostgreSQL client, which must run (as a service) for as long as the store is used;
@@ -34,12 +36,12 @@ package final class Store: Sendable {
     ///
     /// - Parameters:
     ///   - path: The file.
-    ///   - feed: Where the feed's events go, and whom to tell what each commit wrote.
+    ///   - features: The features' rules, and whom to tell what each commit wrote.
     ///   - timeout: How long one store call waits for the database (``timeout``).
     /// - Throws: ``StoreError`` when the file cannot be opened as a database.
-    package init(sqlitePath path: String, feed: FeedSettings = FeedSettings(), timeout: Duration? = nil) throws {
+    init(sqlitePath path: String, features: any StoreFeatures, timeout: Duration? = nil) throws {
         backend = try SQLiteBackend(path: path)
-        self.feed = feed
+        self.features = features
         self.timeout = timeout
         postgresClient = nil
     }
@@ -50,28 +52,28 @@ package final class Store: Sendable {
     ///   - location: The server and database.
     ///   - searchPath: A schema to use instead of the role's default (`search_path`), if any.
     ///   - logger: Where the client logs.
-    ///   - feed: Where the feed's events go, and whom to tell what each commit wrote.
+    ///   - features: The features' rules, and whom to tell what each commit wrote.
     ///   - timeout: How long one store call waits for the database (``timeout``).
-    package init(
-        postgres location: PostgresLocation, searchPath: String? = nil, logger: Logger, feed: FeedSettings = FeedSettings(),
+    init(
+        postgres location: PostgresLocation, searchPath: String? = nil, logger: Logger, features: any StoreFeatures,
         timeout: Duration? = nil
     ) {
         let backend = PostgresBackend(location: location, searchPath: searchPath, logger: logger)
         self.backend = backend
-        self.feed = feed
+        self.features = features
         self.timeout = timeout
         postgresClient = backend.client
     }
 
     /// The store a configuration names.
-    package convenience init(
-        _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String? = nil, feed: FeedSettings = FeedSettings(),
+    convenience init(
+        _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String? = nil, features: any StoreFeatures,
         timeout: Duration? = nil
     ) throws {
         switch database {
-        case .sqlite(let path): try self.init(sqlitePath: path, feed: feed, timeout: timeout)
+        case .sqlite(let path): try self.init(sqlitePath: path, features: features, timeout: timeout)
         case .postgres(let location):
-            self.init(postgres: location, searchPath: postgresSearchPath, logger: logger, feed: feed, timeout: timeout)
+            self.init(postgres: location, searchPath: postgresSearchPath, logger: logger, features: features, timeout: timeout)
         }
     }
 

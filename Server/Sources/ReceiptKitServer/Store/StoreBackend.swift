@@ -5,7 +5,7 @@ import ReceiptKit
 /// database take turns, how migrations are recorded — and the dialect their SQL is written in.
 /// Everything else (every statement and what is done with its rows, recording an input, the
 /// sweep, the outbox, consumption answers, the migrations themselves) is written once above it,
-/// in ``Store`` and its ``RowSteps``.
+/// in ``Store``, its ``RowSteps`` and the features'.
 ///
 /// A backend runs what a step asks for and nothing else: it never decides what to read or write.
 protocol StoreBackend: Sendable {

@@ -72,11 +72,13 @@ enum FeedStatements {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
         """)
 
-    /// The write of one event, its JSON rendered.
-    static func eventWrite(_ event: FeedEvent, id: Int64, json: String, recordedAt: Int64) -> StoreWrite {
+    /// The write of one event of a key, its JSON rendered.
+    static func eventWrite(
+        type: EventType, key: SubscriptionKey, occurredAt: Timestamp, id: Int64, json: String, recordedAt: Int64
+    ) -> StoreWrite {
         StoreWrite(insertEvent, [
-            .integer(id), .text(event.type.rawValue), .integer(event.occurredAt.millisecondsSince1970), .integer(recordedAt),
-        ] + LedgerStatements.key(event.key) + [.text(json)])
+            .integer(id), .text(type.rawValue), .integer(occurredAt.millisecondsSince1970), .integer(recordedAt),
+        ] + LedgerStatements.key(key) + [.text(json)])
     }
 
     // MARK: Reading the feed

@@ -10,10 +10,11 @@ import ReceiptKit
 /// 3. A new input is listed under each key it touches, each key's row made sure of and (on
 ///    PostgreSQL) locked in key order, and its ledger copies folded in (``Folding``).
 /// 4. Its customers are linked, new input or replay.
-/// 5. For a new input, the feed's events, outbox rows and derived records (``Derivation``), and
-///    the overview's counts (``CountStatements``).
-/// 6. With an entitlements file, its customers' named entitlements, new input or replay
-///    (``EntitlementDerivation``).
+/// 5. For a new input, what the features derive from it (``StoreFeatures/derivation(of:written:)``:
+///    the feed's events, outbox rows and derived records), and the overview's counts
+///    (``CountStatements``).
+/// 6. With named entitlements, its customers', new input or replay
+///    (``StoreFeatures/entitlementDerivation(of:customersOf:written:)``).
 struct Recording: RowSteps, Sendable {
     /// What recording did: whether the input was new, what it wrote to the feed, and the JWS
     /// headers it looked up or stored that the directory did not know (remembered once the
@@ -26,11 +27,10 @@ struct Recording: RowSteps, Sendable {
 
     let input: VerifiedInput
     let dialect: SQLDialect
-    let targets: OutboxTargets
+    /// The features' rules: what a new input derives, and the customers' named entitlements,
+    /// derived last.
+    let features: any StoreFeatures
     let directory: HeaderDirectory
-    /// The named entitlements, when the server has an entitlements file: the input's customers'
-    /// are derived last (``EntitlementDerivation``).
-    let catalog: EntitlementCatalog?
     private var phase = Phase.start
     private var entitled = false
     private var result = Result()
@@ -50,8 +50,8 @@ struct Recording: RowSteps, Sendable {
         case keyed
         case folding(Int, Folding)
         case linked
-        case deriving(Derivation)
-        case entitling(EntitlementDerivation)
+        case deriving(any RowSteps<DerivedWrites> & Sendable)
+        case entitling(any RowSteps<DerivedWrites> & Sendable)
         case finished
     }
 
@@ -60,14 +60,10 @@ struct Recording: RowSteps, Sendable {
         case start, selected, inserted, selectedAgain
     }
 
-    init(
-        _ input: VerifiedInput, dialect: SQLDialect, targets: OutboxTargets, directory: HeaderDirectory,
-        catalog: EntitlementCatalog? = nil
-    ) {
+    init(_ input: VerifiedInput, dialect: SQLDialect, features: any StoreFeatures, directory: HeaderDirectory) {
         self.input = input
-        self.catalog = catalog
         self.dialect = dialect
-        self.targets = targets
+        self.features = features
         self.directory = directory
     }
 
@@ -189,7 +185,7 @@ struct Recording: RowSteps, Sendable {
             case .linked:
                 // Last: the feed's counter, which the derivation takes only when there are events,
                 // stays locked until the commit.
-                phase = .deriving(Derivation(input, targets: targets, written: written))
+                phase = .deriving(features.derivation(of: input, written: written))
                 rows = []
 
             case .deriving(var derivation):
@@ -221,14 +217,15 @@ struct Recording: RowSteps, Sendable {
             case .finished:
                 // Whatever the input did (a new purchase, or a replay that links a customer to a
                 // key), its customers' named entitlements are derived last.
-                if let catalog, !entitled {
+                if !entitled {
                     entitled = true
-                    phase = .entitling(EntitlementDerivation(
-                        customers: input.orderedLinks.map(\.customerId), at: Timestamp(millisecondsSince1970: input.receivedAt),
-                        cause: input.cause, recordedAt: input.receivedAt, targets: targets, catalog: catalog, written: written,
-                        customersOf: result.isNew ? input.orderedKeys : []))
-                    rows = []
-                    continue
+                    if let derivation = features.entitlementDerivation(
+                        of: input, customersOf: result.isNew ? input.orderedKeys : [], written: written)
+                    {
+                        phase = .entitling(derivation)
+                        rows = []
+                        continue
+                    }
                 }
                 return .done(result)
             }

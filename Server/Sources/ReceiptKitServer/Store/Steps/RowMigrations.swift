@@ -99,7 +99,7 @@ struct Baselines: RowSteps, Sendable {
                     return io
                 case .done(let state):
                     phase = .evaluating(nil)
-                    let derived = FeedDerivation.baseline(state, lastKnownFrom: evaluation.head.lastKnownFrom, at: instant)
+                    let derived = DerivedRecord.baseline(state, lastKnownFrom: evaluation.head.lastKnownFrom, at: instant)
                     return .write([FeedStatements.derivedWrite(evaluation.key, derived, at: instant.millisecondsSince1970)])
                 }
             }

@@ -1,7 +1,7 @@
 import ReceiptKit
 
-/// One due thing swept in its own transaction — a key (``Derivation``) or a customer's named
-/// entitlements (``EntitlementDerivation``): its `next_change_at` claimed (still due, and on
+/// One due thing swept in its own transaction — a key (the feed's `Derivation`) or a customer's
+/// named entitlements (`EntitlementDerivation`), each made by its feature: its `next_change_at` claimed (still due, and on
 /// PostgreSQL locked, or skipped when another transaction holds it), then derived at each boundary
 /// its state passes up to `now`, each derivation's writes run before the next reads the state
 /// they leave.
@@ -73,32 +73,19 @@ struct Sweeping<Derive: RowSteps & Sendable>: RowSteps, Sendable {
 /// retry window: three follow one another at most; a customer's passes and grants add a few).
 private let sweepingMaximumBoundaries = 8
 
-extension Sweeping where Derive == Derivation {
-    /// One due key (``FeedStatements/claimDueKey``).
-    init(key: SubscriptionKey, now: Timestamp, targets: OutboxTargets) {
-        claim = FeedStatements.claimDueKey.fetch(LedgerStatements.key(key) + [.integer(now.millisecondsSince1970)])
-        decodeClaim = { try FeedStatements.claimDueKey.decodeFirst($0) }
-        self.now = now
-        derivation = { boundary in
-            Derivation(
-                keys: [key], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep, recordedAt: now.millisecondsSince1970,
-                targets: targets)
-        }
-        outcome = { ($0.writes, $0.commit, $0.nextChangeAt[key]) }
-    }
-}
+/// What one sweep did (the feed's keys, or the customers' named entitlements).
+package struct SweepReport: Sendable, Hashable {
+    /// Keys whose `next_change_at` had passed.
+    package var due = 0
+    /// Of those, the keys this sweep derived (not taken by another server, not moved on since).
+    package var swept = 0
+    /// Events written.
+    package var events = 0
 
-extension Sweeping where Derive == EntitlementDerivation {
-    /// One due customer's named entitlements (``EntitlementStatements/claimDueCustomer``).
-    init(customerId: String, now: Timestamp, targets: OutboxTargets, catalog: EntitlementCatalog) {
-        claim = EntitlementStatements.claimDueCustomer.fetch([.text(customerId), .integer(now.millisecondsSince1970)])
-        decodeClaim = { try EntitlementStatements.claimDueCustomer.decodeFirst($0) }
-        self.now = now
-        derivation = { boundary in
-            EntitlementDerivation(
-                customers: [customerId], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep,
-                recordedAt: now.millisecondsSince1970, targets: targets, catalog: catalog)
-        }
-        outcome = { ($0.writes, $0.commit, $0.nextChangeAt[customerId]) }
+    /// Creates a report.
+    package init(due: Int = 0, swept: Int = 0, events: Int = 0) {
+        self.due = due
+        self.swept = swept
+        self.events = events
     }
 }

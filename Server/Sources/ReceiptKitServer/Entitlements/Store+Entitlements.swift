@@ -4,6 +4,10 @@ package import ReceiptKit
 /// customers whose entitlements time alone changes, and the product types a file is checked
 /// against.
 extension Store {
+    /// The named entitlements the store's features were given (`RECEIPTKIT_ENTITLEMENTS_FILE`),
+    /// or `nil`.
+    var entitlementsFile: EntitlementsFile? { features.setting(EntitlementsFile.self) }
+
     /// A customer's states at an instant and its grants: its keys and grants in one statement
     /// (``EntitlementStatements/sourcesOfCustomer``), then each key's state in one statement of
     /// its own (``Evaluation``), as ``states(customerId:at:)`` reads them — no transaction around
@@ -31,8 +35,8 @@ extension Store {
     package func makeGrant(_ grant: StoredGrant, catalog: EntitlementCatalog) async throws {
         let instant = Timestamp(millisecondsSince1970: grant.grantedAt)
         let made = try await backend.write(Granting(
-            customerId: grant.customerId, change: .make(grant), at: instant, targets: feed.targets, catalog: catalog))
-        feed.tell(made.commit)
+            customerId: grant.customerId, change: .make(grant), at: instant, targets: outboxTargets, catalog: catalog))
+        features.tell(made.commit)
     }
 
     /// Ends a grant now, if it has not ended, and derives the customer's entitlements after it.
@@ -44,8 +48,8 @@ extension Store {
     ) async throws -> StoredGrant? {
         let ended = try await backend.write(Granting(
             customerId: customerId, change: .end(grantId: grantId, at: instant.millisecondsSince1970, by: name), at: instant,
-            targets: feed.targets, catalog: catalog))
-        feed.tell(ended.commit)
+            targets: outboxTargets, catalog: catalog))
+        features.tell(ended.commit)
         return ended.grant
     }
 
@@ -62,10 +66,10 @@ extension Store {
         let due = try await backend.rows(EntitlementStatements.dueCustomers, [.integer(now.millisecondsSince1970), .integer(Int64(limit))])
         var report = SweepReport(due: due.count)
         for customerId in due {
-            let swept = try await backend.write(Sweeping(customerId: customerId, now: now, targets: feed.targets, catalog: catalog))
+            let swept = try await backend.write(Sweeping(customerId: customerId, now: now, targets: outboxTargets, catalog: catalog))
             report.swept += swept.swept ? 1 : 0
             report.events += swept.commit.events.count
-            feed.tell(swept.commit)
+            features.tell(swept.commit)
         }
         return report
     }

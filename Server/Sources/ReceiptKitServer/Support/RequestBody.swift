@@ -4,43 +4,43 @@ import ReceiptKit
 /// A request body read strictly, as ReceiptKit reads signed payloads: one JSON object, each member
 /// once (``StrictJSON``) — so that no body means one thing here and another to a proxy or a log
 /// that kept the other copy of a member — then decoded into a typed value. Every fault is 400
-/// `invalid_request` naming the member.
+/// ``InvalidInput`` naming the member (400 `invalid_request`).
 ///
 /// A member is absent or of its type: `null` stands for absent only where the body's type says so
 /// (``RequestFields/nullable``, `type: [string, 'null']` in `Server/openapi.yaml`), and a member
 /// the type does not know is refused (`additionalProperties: false`), naming the ones it does —
 /// so a misspelt optional member is an error, not a silent default.
 enum RequestBody {
-    static func decode<Value: RequestFields>(_ type: Value.Type, from bytes: [UInt8]) throws(APIError) -> Value {
+    static func decode<Value: RequestFields>(_ type: Value.Type, from bytes: [UInt8]) throws(InvalidInput) -> Value {
         do {
             try StrictJSON.checkObject(bytes, what: "the body")
         } catch let error as ReceiptKitError {
-            throw APIError.invalidRequest(error.message)
+            throw InvalidInput(error.message)
         } catch {
-            throw APIError.invalidRequest("the body is not a JSON object")
+            throw InvalidInput("the body is not a JSON object")
         }
         // StrictJSON has read it as one object; Foundation lists its members.
         if let members = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] {
             let known = Value.Fields.allCases.map(\.stringValue)
             if !Value.othersIgnored, let unknown = members.keys.sorted().first(where: { !known.contains($0) }) {
-                throw APIError.invalidRequest("the body has a member \(unknown), which is not one of \(known.joined(separator: ", "))")
+                throw InvalidInput("the body has a member \(unknown), which is not one of \(known.joined(separator: ", "))")
             }
             if let null = members.keys.sorted().first(where: { members[$0] is NSNull && !Value.nullable.contains($0) }) {
-                throw APIError.invalidRequest("\(null) is null; leave it out, or give a value of its type")
+                throw InvalidInput("\(null) is null; leave it out, or give a value of its type")
             }
         }
         do {
             return try JSONDecoder().decode(Value.self, from: Data(bytes))
         } catch let DecodingError.typeMismatch(expected, context) {
-            throw APIError.invalidRequest("\(name(context.codingPath)) must be \(article(expected))")
+            throw InvalidInput("\(name(context.codingPath)) must be \(article(expected))")
         } catch let DecodingError.valueNotFound(expected, context) {
-            throw APIError.invalidRequest("\(name(context.codingPath)) must be \(article(expected)), not null")
+            throw InvalidInput("\(name(context.codingPath)) must be \(article(expected)), not null")
         } catch let DecodingError.keyNotFound(key, context) {
-            throw APIError.invalidRequest("the body has no \(name(context.codingPath + [key]))")
+            throw InvalidInput("the body has no \(name(context.codingPath + [key]))")
         } catch let DecodingError.dataCorrupted(context) {
-            throw APIError.invalidRequest("\(name(context.codingPath)): \(context.debugDescription)")
+            throw InvalidInput("\(name(context.codingPath)): \(context.debugDescription)")
         } catch {
-            throw APIError.invalidRequest("the body does not decode: \(error)")
+            throw InvalidInput("the body does not decode: \(error)")
         }
     }
 
@@ -82,14 +82,4 @@ protocol RequestFields: Decodable {
 extension RequestFields {
     static var nullable: Set<String> { [] }
     static var othersIgnored: Bool { false }
-}
-
-/// A request body longer than its route takes (`input_too_large`, 413, as ReceiptKit names an
-/// input over its limit).
-struct BodyTooLarge: CallerError {
-    /// The most the route takes, in bytes.
-    let limit: Int
-
-    var code: String { "input_too_large" }
-    var message: String { "the body is larger than \(limit) bytes" }
 }

@@ -106,7 +106,7 @@ struct Derivation: RowSteps, Sendable {
                     id += 1
                     event.customerIds = customers[event.key] ?? []
                     let json = try event.json(id: id)
-                    result.writes.append(FeedStatements.eventWrite(event, id: id, json: json, recordedAt: recordedAt))
+                    result.writes.append(event.write(id: id, json: json, recordedAt: recordedAt))
                     result.commit.events.append((event.type.rawValue, event.key.bundleId, event.key.environment))
                     if let row = targets.webhookRow(eventId: id, json: json, key: event.key, at: recordedAt) {
                         result.writes.append(OutboxStatements.write(row))

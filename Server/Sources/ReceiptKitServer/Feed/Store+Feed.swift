@@ -39,28 +39,26 @@ extension Store {
         let due = try await backend.rows(FeedStatements.dueKeys, [.integer(now.millisecondsSince1970), .integer(Int64(limit))])
         var report = SweepReport(due: due.count)
         for key in due {
-            let swept = try await backend.write(Sweeping(key: key, now: now, targets: feed.targets))
+            let swept = try await backend.write(Sweeping(key: key, now: now, targets: outboxTargets))
             report.swept += swept.swept ? 1 : 0
             report.events += swept.commit.events.count
-            feed.tell(swept.commit)
+            features.tell(swept.commit)
         }
         return report
     }
 }
 
-/// What one ``Store/sweep(now:limit:)`` did.
-package struct SweepReport: Sendable, Hashable {
-    /// Keys whose `next_change_at` had passed.
-    package var due = 0
-    /// Of those, the keys this sweep derived (not taken by another server, not moved on since).
-    package var swept = 0
-    /// Events written.
-    package var events = 0
-
-    /// Creates a report.
-    package init(due: Int = 0, swept: Int = 0, events: Int = 0) {
-        self.due = due
-        self.swept = swept
-        self.events = events
+extension Sweeping where Derive == Derivation {
+    /// One due key (``FeedStatements/claimDueKey``).
+    init(key: SubscriptionKey, now: Timestamp, targets: OutboxTargets) {
+        claim = FeedStatements.claimDueKey.fetch(LedgerStatements.key(key) + [.integer(now.millisecondsSince1970)])
+        decodeClaim = { try FeedStatements.claimDueKey.decodeFirst($0) }
+        self.now = now
+        derivation = { boundary in
+            Derivation(
+                keys: [key], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep, recordedAt: now.millisecondsSince1970,
+                targets: targets)
+        }
+        outcome = { ($0.writes, $0.commit, $0.nextChangeAt[key]) }
     }
 }

@@ -1,4 +1,4 @@
-import Hummingbird
+import Foundation
 
 /// JSON text ReceiptKit rendered — a record, a state, Apple's verifyReceipt body — embedded whole
 /// in an answer: the one value an answer does not encode member by member, because ReceiptKit's
@@ -337,12 +337,5 @@ package enum AnswerEncoder {
             guard let value = Int(stringValue) else { return nil }
             intValue = value
         }
-    }
-}
-
-extension Response {
-    /// A 200 (or `status`) answer whose body is `answer` as JSON.
-    static func json(_ answer: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
-        .json(try AnswerEncoder.encode(answer), status: status)
     }
 }

@@ -146,3 +146,18 @@ struct EntitlementDerivation: RowSteps, Sendable {
         result.writes.append(EntitlementStatements.checkWrite(customerId: customerId, at: next))
     }
 }
+
+extension Sweeping where Derive == EntitlementDerivation {
+    /// One due customer's named entitlements (``EntitlementStatements/claimDueCustomer``).
+    init(customerId: String, now: Timestamp, targets: OutboxTargets, catalog: EntitlementCatalog) {
+        claim = EntitlementStatements.claimDueCustomer.fetch([.text(customerId), .integer(now.millisecondsSince1970)])
+        decodeClaim = { try EntitlementStatements.claimDueCustomer.decodeFirst($0) }
+        self.now = now
+        derivation = { boundary in
+            EntitlementDerivation(
+                customers: [customerId], at: Timestamp(millisecondsSince1970: boundary), cause: .sweep,
+                recordedAt: now.millisecondsSince1970, targets: targets, catalog: catalog)
+        }
+        outcome = { ($0.writes, $0.commit, $0.nextChangeAt[customerId]) }
+    }
+}

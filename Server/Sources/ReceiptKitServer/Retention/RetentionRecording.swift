@@ -44,7 +44,7 @@ struct RetentionRecording: RowSteps, Sendable {
             guard let id = try FeedStatements.drawIds.decodeFirst(rows) else { throw StoreError.damaged("feed_counter has no row") }
             let json = try event.json(id: id)
             var result = Result(eventId: id)
-            var writes = [FeedStatements.eventWrite(event, id: id, json: json, recordedAt: recordedAt)]
+            var writes = [event.write(id: id, json: json, recordedAt: recordedAt)]
             result.commit.events.append((event.type.rawValue, event.key.bundleId, event.key.environment))
             if let row = targets.webhookRow(eventId: id, json: json, key: event.key, at: recordedAt) {
                 writes.append(OutboxStatements.write(row))

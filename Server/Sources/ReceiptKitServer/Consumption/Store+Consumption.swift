@@ -12,7 +12,7 @@ extension Store {
     /// - Returns: The outbox row, or `nil` when a default found the request answered already.
     func answerConsumption(_ answering: ConsumptionAnswering) async throws -> Delivery? {
         let delivery = try await backend.write(answering)
-        if delivery != nil { feed.tell(FeedCommit(outboxRows: 1)) }
+        if delivery != nil { features.tell(FeedCommit(outboxRows: 1)) }
         return delivery
     }
 

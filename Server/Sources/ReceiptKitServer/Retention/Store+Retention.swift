@@ -21,8 +21,8 @@ extension Store {
     ///
     /// - Returns: The event's id.
     func recordRetentionRequest(_ event: FeedEvent, at recordedAt: Timestamp) async throws -> Int64 {
-        let recorded = try await backend.write(RetentionRecording(event, targets: feed.targets, recordedAt: recordedAt.millisecondsSince1970))
-        feed.tell(recorded.commit)
+        let recorded = try await backend.write(RetentionRecording(event, targets: outboxTargets, recordedAt: recordedAt.millisecondsSince1970))
+        features.tell(recorded.commit)
         return recorded.eventId
     }
 
