@@ -67,174 +67,207 @@ struct Recording: RowSteps, Sendable {
         self.directory = directory
     }
 
+    /// The next step: each phase's own method answers it, or moves on to the next phase
+    /// (`nil`), which then starts with no rows.
     mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<Result> {
         var rows = rows
         while true {
+            let step: RowStep<Result>?
             switch phase {
-            case .start:
-                if let legacy = input.legacyDedupKey {
-                    phase = .legacy
-                    return .fetch(InputStatements.stored.fetch([.text(legacy)]))
-                }
-                phase = input.skipsRepeats ? .lockingForRepeats(0) : .header(0, .start)
+            case .start: step = start()
+            case .legacy: step = legacy(found: !rows.isEmpty)
+            case .lockingForRepeats(let index): step = lockForRepeats(index)
+            case .repeating(let repeating): step = try repeatOrStore(repeating, rows)
+            case .header(let index, let lookup): step = try header(index, lookup, rows)
+            case .inserted: step = inserted(rows)
+            case .keyed: step = keyed()
+            case .folding(let index, let folding): step = try fold(index, folding, rows)
+            case .linked: step = linked()
+            case .deriving(let derivation): step = try derive(derivation, rows)
+            case .entitling(let derivation): step = try entitle(derivation, rows)
+            case .finished: step = finish()
+            }
+            if let step { return step }
+            rows = []
+        }
+    }
 
-            case .legacy:
-                if !rows.isEmpty {
-                    // Stored by a server before v11: a replay.
-                    phase = .finished
-                    return .write(linkWrites())
-                }
-                phase = input.skipsRepeats ? .lockingForRepeats(0) : .header(0, .start)
-                rows = []
+    /// First: an input stored under the dedup key of servers before v11 is looked for there.
+    private mutating func start() -> RowStep<Result>? {
+        if let legacy = input.legacyDedupKey {
+            phase = .legacy
+            return .fetch(InputStatements.stored.fetch([.text(legacy)]))
+        }
+        phase = input.skipsRepeats ? .lockingForRepeats(0) : .header(0, .start)
+        return nil
+    }
 
-            case .lockingForRepeats(let index):
-                // Its keys' rows locked first, in key order, as a new input locks them, so that
-                // another server folding into them waits.
-                if dialect.locksRows, index < input.orderedKeys.count {
-                    phase = .lockingForRepeats(index + 1)
-                    return .fetch(LedgerStatements.lockSubscription.fetch(LedgerStatements.key(input.orderedKeys[index])))
-                }
-                phase = .repeating(Repeating(input))
-                rows = []
+    /// Stored by a server before v11: a replay, which links its customers.
+    private mutating func legacy(found: Bool) -> RowStep<Result>? {
+        if found {
+            phase = .finished
+            return .write(linkWrites())
+        }
+        phase = input.skipsRepeats ? .lockingForRepeats(0) : .header(0, .start)
+        return nil
+    }
 
-            case .repeating(var repeating):
-                switch try repeating.nested(rows, in: Result.self) {
-                case .io(let io):
-                    phase = .repeating(repeating)
-                    return io
-                case .done(let writes?):
-                    phase = .finished
-                    return .write(writes + linkWrites())
-                case .done(nil):
-                    phase = .header(0, .start)
-                    rows = []
-                }
+    /// Its keys' rows locked first, in key order, as a new input locks them, so that another
+    /// server folding into them waits.
+    private mutating func lockForRepeats(_ index: Int) -> RowStep<Result>? {
+        if dialect.locksRows, index < input.orderedKeys.count {
+            phase = .lockingForRepeats(index + 1)
+            return .fetch(LedgerStatements.lockSubscription.fetch(LedgerStatements.key(input.orderedKeys[index])))
+        }
+        phase = .repeating(Repeating(input))
+        return nil
+    }
 
-            case .header(let index, let lookup):
-                guard index < input.headerSegments.count else { return insertInput() }
-                let segment = input.headerSegments[index]
-                let text = String(decoding: segment, as: UTF8.self)
-                switch lookup {
-                case .start:
-                    if let header = directory.header(for: segment) {
-                        referenced.append(header)
-                        phase = .header(index + 1, .start)
-                        continue
-                    }
-                    phase = .header(index, .selected)
-                    return .fetch(InputStatements.headerId.fetch([.text(text)]))
-                case .selected, .inserted, .selectedAgain:
-                    if let id = try InputStatements.headerId.decodeFirst(rows) {
-                        let header = RawCompaction.Header(id: id, segment: segment)
-                        referenced.append(header)
-                        result.headers.append((segment, header))
-                        phase = .header(index + 1, .start)
-                        rows = []
-                        continue
-                    }
-                    switch lookup {
-                    case .selected:
-                        phase = .header(index, .inserted)
-                        return .insert(StoreWrite(InputStatements.insertHeader, [.text(text)]))
-                    case .inserted:
-                        // Another transaction stored it first (PostgreSQL waited for it): read it.
-                        phase = .header(index, .selectedAgain)
-                        return .fetch(InputStatements.headerId.fetch([.text(text)]))
-                    default:
-                        throw StoreError("a JWS header was neither inserted nor found")
-                    }
-                }
+    /// An input that only repeats what is stored is not stored: its repeats remembered, its
+    /// customers linked. Otherwise it is stored, from its headers on.
+    private mutating func repeatOrStore(_ repeating: Repeating, _ rows: [[StoreValue]]) throws -> RowStep<Result>? {
+        var repeating = repeating
+        switch try repeating.nested(rows, in: Result.self) {
+        case .io(let io):
+            phase = .repeating(repeating)
+            return io
+        case .done(let writes?):
+            phase = .finished
+            return .write(writes + linkWrites())
+        case .done(nil):
+            phase = .header(0, .start)
+            return nil
+        }
+    }
 
-            case .inserted:
-                guard let id = rows.first?.first, case .integer(let inputId) = id else {
-                    // A replay: it changes no state, but its customers are linked.
-                    phase = .finished
-                    return .write(linkWrites())
-                }
-                result.isNew = true
-                phase = .keyed
-                return .write(keyWrites(inputId: inputId))
+    /// Each JWS header segment: the directory's, the stored one, or stored now (another
+    /// transaction may have stored it first: then it is read again); after the last, the input.
+    private mutating func header(_ index: Int, _ lookup: HeaderLookup, _ rows: [[StoreValue]]) throws -> RowStep<Result>? {
+        guard index < input.headerSegments.count else { return insertInput() }
+        let segment = input.headerSegments[index]
+        let text = String(decoding: segment, as: UTF8.self)
+        if lookup == .start {
+            if let header = directory.header(for: segment) {
+                referenced.append(header)
+                phase = .header(index + 1, .start)
+                return nil
+            }
+            phase = .header(index, .selected)
+            return .fetch(InputStatements.headerId.fetch([.text(text)]))
+        }
+        if let id = try InputStatements.headerId.decodeFirst(rows) {
+            let header = RawCompaction.Header(id: id, segment: segment)
+            referenced.append(header)
+            result.headers.append((segment, header))
+            phase = .header(index + 1, .start)
+            return nil
+        }
+        switch lookup {
+        case .selected:
+            phase = .header(index, .inserted)
+            return .insert(StoreWrite(InputStatements.insertHeader, [.text(text)]))
+        case .inserted:
+            // Another transaction stored it first (PostgreSQL waited for it): read it.
+            phase = .header(index, .selectedAgain)
+            return .fetch(InputStatements.headerId.fetch([.text(text)]))
+        case .start, .selectedAgain:
+            throw StoreError("a JWS header was neither inserted nor found")
+        }
+    }
 
-            case .keyed:
-                // The key rows were locked by their writes, in key order: two inputs folding into
-                // one key, on any servers, take turns, and never deadlock.
-                guard let first = input.copies.first else {
-                    phase = .linked
-                    return .write(linkWrites())
-                }
-                phase = .folding(0, Folding(first))
-                rows = []
+    /// The input inserted (a new one) or not (a replay: it changes no state, but its customers
+    /// are linked); a new one's keys listed and their rows written.
+    private mutating func inserted(_ rows: [[StoreValue]]) -> RowStep<Result>? {
+        guard let id = rows.first?.first, case .integer(let inputId) = id else {
+            phase = .finished
+            return .write(linkWrites())
+        }
+        result.isNew = true
+        phase = .keyed
+        return .write(keyWrites(inputId: inputId))
+    }
 
-            case .folding(let index, var folding):
-                switch try folding.nested(rows, in: Result.self) {
-                case .io(let io):
-                    phase = .folding(index, folding)
-                    return io
-                case .done(let folded):
-                    written.add(input.copies[index], folded)
-                    let next = index + 1
-                    phase = next < input.copies.count ? .folding(next, Folding(input.copies[next])) : .linked
-                    let writes = next < input.copies.count ? folded.writes : folded.writes + linkWrites()
-                    if writes.isEmpty {
-                        rows = []
-                        continue
-                    }
-                    return .write(writes)
-                }
+    /// The key rows were locked by their writes, in key order: two inputs folding into one key,
+    /// on any servers, take turns, and never deadlock. Then each copy is folded in.
+    private mutating func keyed() -> RowStep<Result>? {
+        guard let first = input.copies.first else {
+            phase = .linked
+            return .write(linkWrites())
+        }
+        phase = .folding(0, Folding(first))
+        return nil
+    }
 
-            case .linked:
-                // Last: the feed's counter, which the derivation takes only when there are events,
-                // stays locked until the commit.
-                phase = .deriving(features.derivation(of: input, written: written))
-                rows = []
+    /// One copy folded in (``Folding``); after the last, the customers linked.
+    private mutating func fold(_ index: Int, _ folding: Folding, _ rows: [[StoreValue]]) throws -> RowStep<Result>? {
+        var folding = folding
+        switch try folding.nested(rows, in: Result.self) {
+        case .io(let io):
+            phase = .folding(index, folding)
+            return io
+        case .done(let folded):
+            written.add(input.copies[index], folded)
+            let next = index + 1
+            phase = next < input.copies.count ? .folding(next, Folding(input.copies[next])) : .linked
+            let writes = next < input.copies.count ? folded.writes : folded.writes + linkWrites()
+            return writes.isEmpty ? nil : .write(writes)
+        }
+    }
 
-            case .deriving(var derivation):
-                switch try derivation.nested(rows, in: Result.self) {
-                case .io(let io):
-                    phase = .deriving(derivation)
-                    return io
-                case .done(let derived):
-                    result.commit = derived.commit
-                    phase = .finished
-                    // The notification counted last (see ``CountStatements``).
-                    let counted = input.kind == "notification"
-                        ? [CountStatements.notificationWrite(type: input.cause.notificationType, receivedAt: input.receivedAt)] : []
-                    return .write(derived.writes + counted)
-                }
+    /// Last: the feed's counter, which the derivation takes only when there are events, stays
+    /// locked until the commit.
+    private mutating func linked() -> RowStep<Result>? {
+        phase = .deriving(features.derivation(of: input, written: written))
+        return nil
+    }
 
-            case .entitling(var derivation):
-                switch try derivation.nested(rows, in: Result.self) {
-                case .io(let io):
-                    phase = .entitling(derivation)
-                    return io
-                case .done(let derived):
-                    result.commit.merge(derived.commit)
-                    phase = .finished
-                    rows = []
-                    if !derived.writes.isEmpty { return .write(derived.writes) }
-                }
+    /// What the features derive from a new input; then the notification counted (last: see
+    /// ``CountStatements``).
+    private mutating func derive(_ derivation: any RowSteps<DerivedWrites> & Sendable, _ rows: [[StoreValue]]) throws -> RowStep<Result>? {
+        var derivation = derivation
+        switch try derivation.nested(rows, in: Result.self) {
+        case .io(let io):
+            phase = .deriving(derivation)
+            return io
+        case .done(let derived):
+            result.commit = derived.commit
+            phase = .finished
+            let counted = input.kind == "notification"
+                ? [CountStatements.notificationWrite(type: input.cause.notificationType, receivedAt: input.receivedAt)] : []
+            return .write(derived.writes + counted)
+        }
+    }
 
-            case .finished:
-                // Whatever the input did (a new purchase, or a replay that links a customer to a
-                // key), its customers' named entitlements are derived last.
-                if !entitled {
-                    entitled = true
-                    if let derivation = features.entitlementDerivation(
-                        of: input, customersOf: result.isNew ? input.orderedKeys : [], written: written)
-                    {
-                        phase = .entitling(derivation)
-                        rows = []
-                        continue
-                    }
-                }
-                return .done(result)
+    /// The customers' named entitlements derived.
+    private mutating func entitle(_ derivation: any RowSteps<DerivedWrites> & Sendable, _ rows: [[StoreValue]]) throws -> RowStep<Result>? {
+        var derivation = derivation
+        switch try derivation.nested(rows, in: Result.self) {
+        case .io(let io):
+            phase = .entitling(derivation)
+            return io
+        case .done(let derived):
+            result.commit.merge(derived.commit)
+            phase = .finished
+            return derived.writes.isEmpty ? nil : .write(derived.writes)
+        }
+    }
+
+    /// Whatever the input did (a new purchase, or a replay that links a customer to a key), its
+    /// customers' named entitlements are derived last; then recording is done.
+    private mutating func finish() -> RowStep<Result>? {
+        if !entitled {
+            entitled = true
+            if let derivation = features.entitlementDerivation(of: input, customersOf: result.isNew ? input.orderedKeys : [], written: written) {
+                phase = .entitling(derivation)
+                return nil
             }
         }
+        return .done(result)
     }
 
     /// Stores the input, its raw bytes with their headers replaced by references when it carries
     /// any.
-    private mutating func insertInput() -> RowStep<Result> {
+    private mutating func insertInput() -> RowStep<Result>? {
         let compacted = RawCompaction.compact(input.raw, headers: referenced)
         let raw = RawCompaction.stored(compacted ?? input.raw, encoding: compacted == nil ? .verbatim : .headerReferences)
         phase = .inserted
