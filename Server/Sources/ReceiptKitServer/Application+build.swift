@@ -47,13 +47,13 @@ package func buildServer(
 ) throws -> BuiltServer {
     let metrics = ServerMetrics()
     let wake = DeliveryWake()
-    var feed = FeedSettings(targets: configuration.events.targets, observer: { commit in
+    var features = RecordingFeatures(targets: configuration.events.targets, observer: { commit in
         for event in commit.events { metrics.feedEvent(type: event.type, bundleId: event.bundleId, environment: event.environment) }
         if commit.outboxRows > 0 { wake.signal() }
     })
-    feed.entitlements = configuration.entitlements
+    features.entitlements = configuration.entitlements
     let store = try Store(
-        configuration.database, logger: logger, postgresSearchPath: postgresSearchPath, feed: feed, timeout: configuration.databaseTimeout)
+        configuration.database, logger: logger, postgresSearchPath: postgresSearchPath, features: features, timeout: configuration.databaseTimeout)
     var services: [any Service] = store.postgresClient.map { [$0] } ?? []
     let verifier = AppStoreVerifier(configuration.verifier)
     var environment = RouteEnvironment(

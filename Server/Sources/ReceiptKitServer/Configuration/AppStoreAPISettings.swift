@@ -21,7 +21,7 @@ public struct AppStoreAPISettings: Sendable {
     public var baseURLs: [AppStoreEnvironment: String]
     /// How a call to Apple is retried (429 and 5xx honoured with back-off).
     public var retry: AppStoreServerAPIClient.RetryPolicy
-    /// How often Get Notification History is asked for what the webhook missed, or `nil` for
+    /// How often Get Notification History is asked for what the notification endpoint missed, or `nil` for
     /// never (only `POST /v1/reconcile` runs it).
     public var reconcileInterval: Duration?
 

@@ -24,10 +24,11 @@ struct RequestLogMiddleware: RouterMiddleware {
             // A 503 `timeout` once `timeout` has passed. A request cut short may still commit,
             // which is harmless: the client retries, and a replay changes nothing.
             let timeout = self.timeout
-            response = try await withTimeout(
-                timeout, timedOut: { APIError.timeout(after: timeout) }
-            ) {
-                try await next(request, context)
+            // Every store call the request makes is under the database timeout (``StoreCall``).
+            response = try await StoreCall.serving {
+                try await withTimeout(timeout, timedOut: { APIError.timeout(after: timeout) }) {
+                    try await next(request, context)
+                }
             }
         } catch let error as any CallerError {
             let error = APIError(error)

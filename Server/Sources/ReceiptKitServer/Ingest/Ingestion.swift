@@ -31,13 +31,13 @@ struct Ingestion: Sendable {
         record.matchedApp?.bundleId ?? given ?? verifier.configuration.bundleId ?? ""
     }
 
-    /// Verifies and records a notification's webhook body, `{"signedPayload": "…"}`.
+    /// Verifies and records a notification's body as Apple posts it, `{"signedPayload": "…"}`.
     ///
     /// - Throws: ``Rejected`` when it does not verify; ``InvalidInput`` when it carries no
     ///   identifier to store it by; ``StoreError`` when the database fails.
     func notification(_ body: [UInt8], receivedAt: Timestamp) async throws -> Recorded {
         let record = try verified { VerificationRecord(try verifier.verifyNotificationBody(body)) }
-        let recorded = try await self.record(record, raw: body, customerId: nil, receivedAt: receivedAt, source: .webhook)
+        let recorded = try await self.record(record, raw: body, customerId: nil, receivedAt: receivedAt, source: .appleNotification)
         metrics.notification(
             type: record.notification?.rawNotificationType ?? "-", bundleId: bundleId(of: record), environment: record.environment ?? "-")
         return recorded

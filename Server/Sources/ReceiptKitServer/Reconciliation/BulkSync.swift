@@ -59,7 +59,7 @@ public enum BulkSync {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         // The events the backfill causes are sent by the servers (whose delivery polls the outbox).
         let store = try Store(
-            configuration.database, logger: logger, feed: FeedSettings(targets: configuration.events.targets),
+            configuration.database, logger: logger, features: RecordingFeatures(targets: configuration.events.targets),
             timeout: configuration.databaseTimeout)
         return try await store.whileRunning {
             try await run(lines: lines, file: file, store: store, configuration: configuration, logger: logger, progress: progress, clock: clock)

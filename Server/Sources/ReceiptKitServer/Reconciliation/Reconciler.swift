@@ -4,10 +4,10 @@ import Hummingbird
 import Logging
 import ReceiptKit
 
-/// Recovers the notifications the webhook missed: asks Get Notification History for the window
+/// Recovers the notifications `POST /appstore/notifications` missed: asks Get Notification History for the window
 /// since the reconcile cursor (less an overlap, within Apple's 180-day horizon), verifies each
-/// notification (the client does) and stores it exactly as the webhook would have — the same raw
-/// body `{"signedPayload": …}`, the same dedup key `notification:UUID` — so one the webhook
+/// notification (the client does) and stores it exactly as the notification endpoint would have — the same raw
+/// body `{"signedPayload": …}`, the same dedup key `notification:UUID` — so one the notification endpoint
 /// delivered is a replay and changes nothing.
 ///
 /// Each app and environment has its own cursor, and a window each run: one failing (Apple
@@ -41,7 +41,7 @@ struct Reconciler: Sendable {
         var pages = 0
         /// Notifications that verified.
         var notifications = 0
-        /// Of those, the ones not stored before (what the webhook missed).
+        /// Of those, the ones not stored before (what the notification endpoint missed).
         var recovered = 0
         /// Notifications that did not verify (never stored).
         var rejected = 0

@@ -55,7 +55,7 @@ struct ConsumptionController {
         let (deadline, delivery) = try await environment.read {
             try await requests.answer(answer, transactionId: transactionId, now: now)
         }
-        return try Response.json(ConsumptionAnswerReceipt(
+        return try Response.json(RecordedConsumptionAnswer(
             transactionId: transactionId, deadline: Timestamp(millisecondsSince1970: deadline).iso8601, delivery: delivery))
     }
 }
@@ -75,7 +75,7 @@ struct ConsentAnswer: Encodable {
 
 /// An answer to a consumption request, recorded: the request's deadline and the outbox row that
 /// sends the answer to Apple.
-struct ConsumptionAnswerReceipt: Encodable {
+struct RecordedConsumptionAnswer: Encodable {
     let transactionId: String
     let deadline: String
     let delivery: Delivery?

@@ -13,17 +13,19 @@ import ReceiptKit
 /// the ledger's longer ones in `Steps/`. It knows no feature: recording runs the ones it is made
 /// with (``StoreFeatures``).
 package final class Store: Sendable {
-    let backend: any StoreBackend
+    /// The driver, as every operation reaches it: bounded by ``timeout`` while a request is
+    /// served (``BoundedBackend``).
+    let backend: BoundedBackend
     /// The features' rules its operations run, and whom to tell what each commit wrote
-    /// (the feed's `FeedSettings`).
+    /// (the server's `RecordingFeatures`, in `Feed/`).
     let features: any StoreFeatures
     /// The JWS headers committed so far, with their ids.
     let headers = HeaderDirectory()
     /// The PostgreSQL client, which must run (as a service) for as long as the store is used;
     /// `nil` for SQLite.
     package let postgresClient: PostgresClient?
-    /// How long one store call made through ``run(_:)`` or ``record(_:)`` waits for the
-    /// database — a connection, a lock, a commit — before it throws ``StoreError`` (503: the
+    /// How long one store call made while a request is served (``BoundedBackend``), through
+    /// ``run(_:)`` or ``record(_:)``, waits for the database — a connection, a lock, a commit — before it throws ``StoreError`` (503: the
     /// caller retries) instead of hanging for as long as the database is away; `nil`: as long as
     /// the database takes (a command's or a test's store).
     package let timeout: Duration?
@@ -40,7 +42,7 @@ package final class Store: Sendable {
     ///   - timeout: How long one store call waits for the database (``timeout``).
     /// - Throws: ``StoreError`` when the file cannot be opened as a database.
     init(sqlitePath path: String, features: any StoreFeatures, timeout: Duration? = nil) throws {
-        backend = try SQLiteBackend(path: path)
+        backend = BoundedBackend(driver: try SQLiteBackend(path: path), timeout: timeout)
         self.features = features
         self.timeout = timeout
         postgresClient = nil
@@ -59,7 +61,7 @@ package final class Store: Sendable {
         timeout: Duration? = nil
     ) {
         let backend = PostgresBackend(location: location, searchPath: searchPath, logger: logger)
-        self.backend = backend
+        self.backend = BoundedBackend(driver: backend, timeout: timeout)
         self.features = features
         self.timeout = timeout
         postgresClient = backend.client
@@ -100,8 +102,10 @@ package final class Store: Sendable {
     /// throw (a feature's refusal) is passed on.
     package func run<T: Sendable>(_ operations: @escaping @Sendable () async throws -> T) async throws -> T {
         do {
-            guard let timeout else { return try await abandoningOnCancel(operations) }
-            return try await abandoning(at: ContinuousClock.now + timeout, timedOut: { StoreError.timedOut }, operations)
+            return try await StoreCall.$bounded.withValue(true) {
+                guard let timeout else { return try await abandoningOnCancel(operations) }
+                return try await abandoning(at: ContinuousClock.now + timeout, timedOut: { StoreError.timedOut }, operations)
+            }
         } catch let error as StoreError {
             throw error
         } catch let error as any CallerError {
@@ -143,7 +147,7 @@ package final class Store: Sendable {
     /// The SQLite writer's `PRAGMA synchronous` (2 is `FULL`: every commit is synced before it
     /// returns); `nil` on PostgreSQL.
     package func synchronousLevel() async throws -> Int? {
-        try await (backend as? SQLiteBackend)?.synchronousLevel()
+        try await (backend.driver as? SQLiteBackend)?.synchronousLevel()
     }
 }
 

@@ -5,7 +5,7 @@ import ReceiptKit
 /// outbox rows, the customers' named entitlements), and whom to tell what a commit wrote.
 ///
 /// The store declares what it needs and the features implement it (the server's is the feed's
-/// `FeedSettings`), so that the store depends on none of them. The store keeps it for the
+/// `RecordingFeatures`), so that the store depends on none of them. The store keeps it for the
 /// features' operations to read back (``StoreFeatures/setting(_:)``).
 protocol StoreFeatures: Sendable {
     /// The steps that derive what a new input changed, run in its transaction after its copies

@@ -23,7 +23,7 @@ import ServerSupport
 /// - `receiptkit_reconcile_rejected_total{code, bundle_id, environment}`: items Apple answered
 ///   that failed verification (never stored)
 /// - `receiptkit_reconcile_recovered_total{bundle_id, environment}`: notifications
-///   reconciliation stored that the webhook had not
+///   reconciliation stored that the notification endpoint had not
 /// - `receiptkit_reconcile_lag_seconds{bundle_id, environment}`: how far a reconcile cursor is
 ///   behind now
 /// - `receiptkit_feed_events_total{type, bundle_id, environment}`: events written to the feed

@@ -164,7 +164,7 @@ struct TestServer: Sendable {
         return try await client.execute(uri: path, method: .delete, headers: headers, body: nil)
     }
 
-    /// Posts a notification body to the webhook.
+    /// Posts a notification body to `POST /appstore/notifications`, as Apple does.
     func notify(_ jws: String) async throws -> TestResponse {
         try await post("/appstore/notifications", Vectors.body(wrapping: jws), token: nil)
     }

@@ -99,7 +99,7 @@ extension StoreTests {
                         dedupKey: "test:notification:\(index)", kind: "notification", raw: Array("n\(index)".utf8),
                         record: type == "TEST" ? #"{"notification":{}}"# : #"{"notification":{"type":"\#(type)"}}"#,
                         receivedAt: index == 4 ? noon - 40 * 86_400_000 : noon + Int64(index / 2) * 86_400_000, keys: [], copies: [], links: [],
-                        cause: EventCause(source: .webhook, notificationType: type == "TEST" ? nil : type))
+                        cause: EventCause(source: .appleNotification, notificationType: type == "TEST" ? nil : type))
                     #expect(try await store.record(notification))
                 }
                 counts = try await store.subscriptionCounts(at: now)

@@ -5,7 +5,7 @@ public struct EventCause: Sendable, Hashable {
     /// Where the input came from.
     public enum Source: String, Sendable, Hashable {
         /// `POST /appstore/notifications`: Apple's notification.
-        case webhook
+        case appleNotification = "webhook"
         /// `POST /v1/transactions` with a signed transaction or a receipt: the app's purchase.
         case app
         /// Fetched from the App Store Server API: a purchase by id, a sync, a missed

@@ -1,9 +1,10 @@
 package import Logging
 import ReceiptKit
 
-/// What the store does besides storing: where the feed's events and notifications are sent, and
-/// whom to tell what each commit wrote.
-public struct FeedSettings: Sendable {
+/// What recording an input runs besides storing it: the feed's events and where they and the
+/// notifications are sent, the customers' named entitlements, and whom to tell what each commit
+/// wrote (``StoreFeatures``, the store's side of it).
+public struct RecordingFeatures: Sendable {
     /// Where events and notifications are sent: their outbox rows are written with them.
     public var targets: OutboxTargets
     /// Called after each commit that wrote events or outbox rows (metrics, and the delivery
@@ -13,7 +14,7 @@ public struct FeedSettings: Sendable {
     /// `nil`: none.
     package var entitlements: EntitlementsFile?
 
-    /// Creates settings.
+    /// Features with these targets and observer, and no named entitlements.
     public init(targets: OutboxTargets = OutboxTargets(), observer: (@Sendable (FeedCommit) -> Void)? = nil) {
         self.targets = targets
         self.observer = observer
@@ -26,7 +27,7 @@ public struct FeedSettings: Sendable {
 
 /// The server's features as the store runs them: a new input's feed derivation (``Derivation``)
 /// and its customers' named entitlements (``EntitlementDerivation``), with these targets.
-extension FeedSettings: StoreFeatures {
+extension RecordingFeatures: StoreFeatures {
     func derivation(of input: VerifiedInput, written: WrittenCopies) -> any RowSteps<DerivedWrites> & Sendable {
         MappedSteps(Derivation(input, targets: targets, written: written)) { DerivedWrites(writes: $0.writes, commit: $0.commit) }
     }
@@ -47,17 +48,19 @@ extension FeedSettings: StoreFeatures {
     }
 }
 
-/// A store made with the feed's settings.
+/// A store made with the server's features (the designated initializers take any
+/// ``StoreFeatures``; these, the server's own).
 extension Store {
     /// Opens (or creates) a SQLite database file.
     ///
     /// - Parameters:
     ///   - path: The file.
-    ///   - feed: Where the feed's events go, and whom to tell what each commit wrote.
+    ///   - features: What recording runs besides storing: where the feed's events go, the named
+    ///     entitlements, whom to tell what each commit wrote.
     ///   - timeout: How long one store call waits for the database (``timeout``).
     /// - Throws: ``StoreError`` when the file cannot be opened as a database.
-    package convenience init(sqlitePath path: String, feed: FeedSettings = FeedSettings(), timeout: Duration? = nil) throws {
-        try self.init(sqlitePath: path, features: feed, timeout: timeout)
+    package convenience init(sqlitePath path: String, features: RecordingFeatures = RecordingFeatures(), timeout: Duration? = nil) throws {
+        try self.init(sqlitePath: path, features: features as any StoreFeatures, timeout: timeout)
     }
 
     /// Creates a store in PostgreSQL and its client (not yet running: run ``postgresClient``).
@@ -66,20 +69,21 @@ extension Store {
     ///   - location: The server and database.
     ///   - searchPath: A schema to use instead of the role's default (`search_path`), if any.
     ///   - logger: Where the client logs.
-    ///   - feed: Where the feed's events go, and whom to tell what each commit wrote.
+    ///   - features: What recording runs besides storing: where the feed's events go, the named
+    ///     entitlements, whom to tell what each commit wrote.
     ///   - timeout: How long one store call waits for the database (``timeout``).
     package convenience init(
-        postgres location: PostgresLocation, searchPath: String? = nil, logger: Logger, feed: FeedSettings = FeedSettings(),
+        postgres location: PostgresLocation, searchPath: String? = nil, logger: Logger, features: RecordingFeatures = RecordingFeatures(),
         timeout: Duration? = nil
     ) {
-        self.init(postgres: location, searchPath: searchPath, logger: logger, features: feed, timeout: timeout)
+        self.init(postgres: location, searchPath: searchPath, logger: logger, features: features as any StoreFeatures, timeout: timeout)
     }
 
     /// The store a configuration names.
     package convenience init(
-        _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String? = nil, feed: FeedSettings = FeedSettings(),
+        _ database: DatabaseLocation, logger: Logger, postgresSearchPath: String? = nil, features: RecordingFeatures = RecordingFeatures(),
         timeout: Duration? = nil
     ) throws {
-        try self.init(database, logger: logger, postgresSearchPath: postgresSearchPath, features: feed, timeout: timeout)
+        try self.init(database, logger: logger, postgresSearchPath: postgresSearchPath, features: features as any StoreFeatures, timeout: timeout)
     }
 }
