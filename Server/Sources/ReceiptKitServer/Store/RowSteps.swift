@@ -38,6 +38,11 @@ enum RowStep<Result> {
 enum Nested<Inner, Outer> {
     case io(RowStep<Outer>)
     case done(Inner)
+
+    /// The I/O asked for, if any.
+    var io: RowStep<Outer>? {
+        if case .io(let io) = self { io } else { nil }
+    }
 }
 
 extension RowSteps {

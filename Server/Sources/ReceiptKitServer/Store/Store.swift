@@ -191,7 +191,7 @@ public struct StoreError: Error, CustomStringConvertible {
     }
 
     /// A store call that had no answer from the database within ``Store/timeout``.
-    static var timedOut: StoreError {
+    package static var timedOut: StoreError {
         StoreError("the database did not answer within RECEIPTKIT_DATABASE_TIMEOUT")
     }
 }

@@ -224,32 +224,34 @@ struct Recording: RowSteps, Sendable {
     /// What the features derive from a new input; then the notification counted (last: see
     /// ``CountStatements``).
     private mutating func derive(_ derivation: any RowSteps<DerivedWrites> & Sendable, _ rows: [[StoreValue]]) throws -> RowStep<Result>? {
-        var derivation = derivation
-        switch try derivation.nested(rows, in: Result.self) {
-        case .io(let io):
-            phase = .deriving(derivation)
-            return io
-        case .done(let derived):
-            result.commit = derived.commit
-            phase = .finished
-            let counted = input.kind == "notification"
-                ? [CountStatements.notificationWrite(type: input.cause.notificationType, receivedAt: input.receivedAt)] : []
-            return .write(derived.writes + counted)
-        }
+        let next = try advance(derivation, rows, resuming: Phase.deriving)
+        guard case .done(let derived) = next else { return next.io }
+        result.commit = derived.commit
+        phase = .finished
+        let counted = input.kind == "notification"
+            ? [CountStatements.notificationWrite(type: input.cause.notificationType, receivedAt: input.receivedAt)] : []
+        return .write(derived.writes + counted)
     }
 
     /// The customers' named entitlements derived.
     private mutating func entitle(_ derivation: any RowSteps<DerivedWrites> & Sendable, _ rows: [[StoreValue]]) throws -> RowStep<Result>? {
+        let next = try advance(derivation, rows, resuming: Phase.entitling)
+        guard case .done(let derived) = next else { return next.io }
+        result.commit.merge(derived.commit)
+        phase = .finished
+        return derived.writes.isEmpty ? nil : .write(derived.writes)
+    }
+
+    /// Advances a features' derivation, keeping it in the phase `resuming` makes while it asks
+    /// for I/O.
+    private mutating func advance(
+        _ derivation: any RowSteps<DerivedWrites> & Sendable, _ rows: [[StoreValue]],
+        resuming: (any RowSteps<DerivedWrites> & Sendable) -> Phase
+    ) throws -> Nested<DerivedWrites, Result> {
         var derivation = derivation
-        switch try derivation.nested(rows, in: Result.self) {
-        case .io(let io):
-            phase = .entitling(derivation)
-            return io
-        case .done(let derived):
-            result.commit.merge(derived.commit)
-            phase = .finished
-            return derived.writes.isEmpty ? nil : .write(derived.writes)
-        }
+        let next = try derivation.nested(rows, in: Result.self)
+        if case .io = next { phase = resuming(derivation) }
+        return next
     }
 
     /// Whatever the input did (a new purchase, or a replay that links a customer to a key), its
