@@ -4,8 +4,9 @@
 # ones, ones the document forbids, undeclared methods, and sequences that follow its links — and
 # checks every answer against it (status, content type, headers, body schema) with every check on.
 # The server is the release build (BIN, or built here) on a new SQLite database with an admin
-# token, on loopback. Every check Schemathesis has is on (its default, which the settings below
-# narrow only where they say why); any finding fails the run.
+# token and an entitlements file (so that grants and named entitlements answer), on loopback.
+# Every check Schemathesis has is on (its default, which the settings below narrow only where
+# they say why); any finding fails the run.
 #
 # What no schema can express is said once, per operation, in scripts/contract/schemathesis.toml
 # (an input Apple did not sign is a 400 whatever its shape).
@@ -59,6 +60,7 @@ token="$(openssl rand -hex 24)"
 RECEIPTKIT_BUNDLE_ID=com.receiptkit.example RECEIPTKIT_APP_APPLE_ID=1234567890 RECEIPTKIT_ENVIRONMENT=Sandbox \
 RECEIPTKIT_ROOT_FILE=../TestVectors/pki/root.der,../TestVectors/receipts/pki/root.der \
 RECEIPTKIT_DATABASE_URL="sqlite:$work/receiptkit.sqlite" RECEIPTKIT_API_TOKEN="$token" \
+RECEIPTKIT_ENTITLEMENTS_FILE=scripts/contract/entitlements.json \
 HOST=127.0.0.1 PORT="$port" LOG_LEVEL=warning \
     "$BIN" 2>"$work/server.log" &
 server_pid=$!

@@ -123,8 +123,10 @@ struct GrantRequest: Decodable, RequestFields {
         if let lifetime, !lifetime {
             throw APIError.invalidRequest("lifetime is false; give true for a grant with no end, or expires_date or duration")
         }
-        if let reason, reason.count > GrantController.maximumReasonLength {
-            throw APIError.invalidRequest("reason is \(reason.count) characters; at most \(GrantController.maximumReasonLength) are kept")
+        // Characters as JSON Schema's maxLength counts them: Unicode scalars.
+        if let reason, reason.unicodeScalars.count > GrantController.maximumReasonLength {
+            throw APIError.invalidRequest(
+                "reason is \(reason.unicodeScalars.count) characters; at most \(GrantController.maximumReasonLength) are kept")
         }
         return StoredGrant(
             UUID().uuidString.lowercased(), customerId, entitlement, now.millisecondsSince1970, expiresAt, reason, name, nil, nil)
