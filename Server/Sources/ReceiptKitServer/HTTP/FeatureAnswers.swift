@@ -29,6 +29,11 @@ extension APIError {
             case .requestNotFound: self.init(.notFound, error)
             case .deadlinePassed, .sendingOff: self.init(.conflict, error)
             }
+        case let error as DeliveryRefusal:
+            switch error {
+            case .notFound: self.init(.notFound, error)
+            case .pending, .deadlinePassed: self.init(.conflict, error)
+            }
         case is InvalidInput, is IncompleteRealtimeRequest:
             self.init(.badRequest, error)
         case is BodyTooLarge:

@@ -82,6 +82,50 @@ struct AppleAPI: Sendable {
         return [sync]
     }
 
+    /// A purchase the backend reported by its id (``purchase(transactionId:customerId:bundleId:environment:receivedAt:)``).
+    struct PurchaseByID: Sendable {
+        /// The customer it is linked to: the one given, or the first `appAccountToken` Apple
+        /// lists.
+        let customerId: String
+        /// Whether anything Apple answered was stored for the first time.
+        let isNew: Bool
+        /// The record of the transaction named (or, for an app transaction id, of the last one
+        /// Apple listed), as `verify-receipt` prints it; `nil` when none of it was stored.
+        let record: String?
+    }
+
+    /// A purchase reported by its id: the customer's history (every page) and statuses, from
+    /// Apple, verified, stored and linked. Apple is asked for the app named (required when
+    /// several are served) in the environment named, or in Production and then, when Production
+    /// does not know the transaction, in Sandbox. The whole history was read: a sync of these
+    /// keys continues from here.
+    ///
+    /// - Throws: ``InvalidInput`` (an id that is not one, an app or environment not served, no
+    ///   customer to link it to); ``AppleFailure`` (`transactionNotFound`, `answerRejected` when
+    ///   nothing Apple answered verified, …); `StoreError`.
+    func purchase(
+        transactionId: String, customerId: String?, bundleId: String?, environment named: String?, receivedAt now: Timestamp
+    ) async throws -> PurchaseByID {
+        try AppleSync.checkTransactionId(transactionId)
+        let syncs = try syncs(bundleId: self.bundleId(bundleId), environment: named)
+        let (sync, fetched) = try await fetch(transactionId: transactionId, from: syncs)
+        guard !fetched.transactions.isEmpty else {
+            if !fetched.rejected.isEmpty { throw AppleFailure.answerRejected(count: fetched.rejected.count) }
+            throw AppleFailure.transactionNotFound(transactionId: transactionId, apple: nil)
+        }
+        let named = fetched.transactions.last { $0.verified.payload.transactionId == transactionId }
+            ?? fetched.transactions.last { $0.verified.payload.originalTransactionId == transactionId }
+            ?? fetched.transactions.last
+        let tokens = ([named] + fetched.transactions).compactMap { $0?.verified.payload.appAccountToken }
+        guard let customer = customerId ?? tokens.first(where: { !$0.isEmpty }) else {
+            throw InvalidInput("customer_id is required: the purchases Apple lists carry no appAccountToken to link them to")
+        }
+        let stored = try await sync.store(fetched, customerId: customer, receivedAt: now)
+        try await sync.remember(fetched, keys: stored.keys, at: now)
+        return PurchaseByID(
+            customerId: customer, isNew: stored.new > 0, record: named?.verified.payload.transactionId.flatMap { stored.records[$0] })
+    }
+
     /// Brings every subscription linked to a customer up to date with Apple
     /// (``AppleSync/sync(originalTransactionId:customerId:receivedAt:)``): one fetch per Apple
     /// account, since one history answers for every subscription of the account; a subscription

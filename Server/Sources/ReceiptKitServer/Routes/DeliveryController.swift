@@ -41,28 +41,8 @@ struct DeliveryController {
             guard let id = Int64(text), id > 0 else {
                 throw APIError.invalidRequest("the delivery id is \"\(text)\"; expected the id a delivery is listed with")
             }
-            let outbox = environment.store
-            guard let existing = try await environment.read({ try await outbox.delivery(id) }) else {
-                throw APIError(.notFound, "not_found", "no delivery \(id)")
-            }
-            if existing.state == .pending {
-                throw APIError(.conflict, "delivery_pending", "delivery \(id) is still being tried (attempt \(existing.attempts + 1) is next)")
-            }
-            let now = environment.now.millisecondsSince1970
-            var giveUpAt = now + retryWindow.wholeMilliseconds
-            if existing.kind == .consumption {
-                // Apple takes an answer until the request's deadline only.
-                guard existing.giveUpAt > now else {
-                    throw APIError(
-                        .conflict, "consumption_deadline_passed",
-                        "the deadline of this consumption request passed at \(Timestamp(millisecondsSince1970: existing.giveUpAt).iso8601)")
-                }
-                giveUpAt = existing.giveUpAt
-            }
-            let until = giveUpAt
-            guard let delivery = try await environment.read({ try await outbox.retryDelivery(id, now: now, giveUpAt: until) }) else {
-                throw APIError(.conflict, "delivery_pending", "delivery \(id) is being tried already")
-            }
+            let retry = DeliveryRetry(store: environment.store, window: retryWindow)
+            let delivery = try await retry.retry(id, now: environment.now.millisecondsSince1970)
             return try Response.json(delivery)
         }
     }

@@ -70,30 +70,13 @@ struct TransactionController {
         transactionId: String, customerId: String?, bundleId: String?, environment named: String?, context: ServerRequestContext
     ) async throws -> Response {
         guard let apple = environment.apple else { throw AppleFailure.notConfigured }
-        try AppleSync.checkTransactionId(transactionId)
-        let syncs = try apple.syncs(bundleId: apple.bundleId(bundleId), environment: named)
-        let (sync, fetched) = try await apple.fetch(transactionId: transactionId, from: syncs)
-        guard !fetched.transactions.isEmpty else {
-            if !fetched.rejected.isEmpty {
-                throw AppleFailure.answerRejected(count: fetched.rejected.count)
-            }
-            throw AppleFailure.transactionNotFound(transactionId: transactionId, apple: nil)
-        }
-        let named = fetched.transactions.last { $0.verified.payload.transactionId == transactionId }
-            ?? fetched.transactions.last { $0.verified.payload.originalTransactionId == transactionId }
-            ?? fetched.transactions.last
-        let tokens = ([named] + fetched.transactions).compactMap { $0?.verified.payload.appAccountToken }
-        guard let customer = customerId ?? tokens.first(where: { !$0.isEmpty }) else {
-            throw APIError.invalidRequest(
-                "customer_id is required: the purchases Apple lists carry no appAccountToken to link them to")
-        }
-        let stored = try await sync.store(fetched, customerId: customer, receivedAt: environment.now)
-        // The whole history was read: a sync of these keys continues from here.
-        try await sync.remember(fetched, keys: stored.keys, at: environment.now)
-        context.notes.update { $0.verdict = "verified"; $0.duplicate = stored.new == 0 }
+        let now = environment.now
+        let purchase = try await apple.purchase(
+            transactionId: transactionId, customerId: customerId, bundleId: bundleId, environment: named, receivedAt: now)
+        context.notes.update { $0.verdict = "verified"; $0.duplicate = !purchase.isNew }
         return try .json(PurchaseAnswer(
-            entitlements: try await environment.entitlements(customerId: customer, at: environment.now), duplicate: stored.new == 0,
-            record: named?.verified.payload.transactionId.flatMap { stored.records[$0] }.map(RenderedJSON.init)))
+            entitlements: try await environment.entitlements(customerId: purchase.customerId, at: now), duplicate: !purchase.isNew,
+            record: purchase.record.map(RenderedJSON.init)))
     }
 }
 
