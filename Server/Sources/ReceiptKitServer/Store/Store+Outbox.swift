@@ -33,7 +33,9 @@ extension Store {
     ///
     /// - Returns: The row, or `nil` when there is no such row or it is pending already.
     func retryDelivery(_ id: Int64, now: Int64, giveUpAt: Int64) async throws -> Delivery? {
-        let delivery = try await backend.updating(OutboxStatements.retry, ["next_attempt_at": .integer(now), "give_up_at": .integer(giveUpAt), "id": .integer(id)]).first
+        let delivery = try await backend.updating(
+            OutboxStatements.retry, ["next_attempt_at": .integer(now), "give_up_at": .integer(giveUpAt), "id": .integer(id)]
+        ).first
         if delivery != nil { features.tell(FeedCommit(outboxRows: 1)) }
         return delivery
     }
@@ -77,7 +79,9 @@ private struct OutboxSummaryReading: RowSteps, Sendable {
             return .fetch(OutboxStatements.pendingByTarget.fetch())
         case .backlog:
             phase = .failed(try OutboxStatements.pendingByTarget.decode(rows).compactMap { $0 })
-            return .fetch(OutboxStatements.countInState.fetch(["state": .text(Delivery.State.failed.rawValue), "limit": .integer(Int64(failedLimit))]))
+            return .fetch(OutboxStatements.countInState.fetch([
+                "state": .text(Delivery.State.failed.rawValue), "limit": .integer(Int64(failedLimit)),
+            ]))
         case .failed(let backlog):
             return .done((backlog, try OutboxStatements.countInState.decodeFirst(rows) ?? 0))
         }

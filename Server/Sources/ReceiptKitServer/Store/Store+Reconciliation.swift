@@ -11,7 +11,8 @@ extension Store {
     /// Remembers a revision token for these keys (one transaction).
     package func setHistoryRevision(_ revision: String, for keys: [SubscriptionKey], at milliseconds: Int64) async throws {
         try await backend.write(WriteStep(Set(keys).sorted().map { key in
-            StoreWrite(ReconcileStatements.setRevision, LedgerStatements.key(key) + ["revision": .text(revision), "updated_at": .integer(milliseconds)])
+            StoreWrite(
+                ReconcileStatements.setRevision, LedgerStatements.key(key) + ["revision": .text(revision), "updated_at": .integer(milliseconds)])
         }))
     }
 
@@ -37,7 +38,8 @@ extension Store {
     /// Makes `owner` the owner of an app and environment's cursor: from now on only `owner` moves
     /// it. Called with the reconcile lock held.
     package func claimReconcileCursor(bundleId: String, environment: String, owner: String) async throws {
-        try await backend.execute(StoreWrite(ReconcileStatements.claim, ["bundle_id": .text(bundleId), "environment": .text(environment), "lease_owner": .text(owner)]))
+        try await backend.execute(StoreWrite(
+            ReconcileStatements.claim, ["bundle_id": .text(bundleId), "environment": .text(environment), "lease_owner": .text(owner)]))
     }
 
     /// Moves an app and environment's cursor to `position` (never back), if `owner` still owns it.

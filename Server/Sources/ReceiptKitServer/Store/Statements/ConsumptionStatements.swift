@@ -11,7 +11,8 @@ enum ConsumptionStatements {
         INSERT INTO consumption_requests
             (notification_uuid, transaction_id, original_transaction_id, bundle_id, environment, product_type, reason,
              requested_at, deadline)
-        VALUES (:notification_uuid, :transaction_id, :original_transaction_id, :bundle_id, :environment, :product_type, :reason, :requested_at, :deadline)
+        VALUES (:notification_uuid, :transaction_id, :original_transaction_id, :bundle_id, :environment, :product_type, :reason,
+            :requested_at, :deadline)
         ON CONFLICT DO NOTHING
         """)
 

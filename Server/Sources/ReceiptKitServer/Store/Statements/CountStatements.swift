@@ -42,7 +42,8 @@ enum CountStatements {
 
     static let addToCount = StoreStatement(
         """
-        INSERT INTO subscription_counts (bundle_id, environment, status, product_id, count) VALUES (:bundle_id, :environment, :status, :product_id, :count)
+        INSERT INTO subscription_counts (bundle_id, environment, status, product_id, count)
+        VALUES (:bundle_id, :environment, :status, :product_id, :count)
         ON CONFLICT (bundle_id, environment, status, product_id) DO UPDATE SET count = subscription_counts.count + excluded.count
         """)
 

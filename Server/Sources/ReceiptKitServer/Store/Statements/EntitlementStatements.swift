@@ -35,7 +35,10 @@ enum EntitlementStatements {
 
     /// Ends a grant not ended yet.
     static let endGrant = StoreStatement(
-        "UPDATE entitlement_grants SET ended_at = :ended_at, ended_by = :ended_by WHERE customer_id = :customer_id AND grant_id = :grant_id AND ended_at IS NULL")
+        """
+        UPDATE entitlement_grants SET ended_at = :ended_at, ended_by = :ended_by
+        WHERE customer_id = :customer_id AND grant_id = :grant_id AND ended_at IS NULL
+        """)
 
     // MARK: What the feed told
 

@@ -12,14 +12,16 @@ enum ErasureStatements {
     /// (``StoredJSON``) are searched once inflated, as SQL cannot.
     static let copiesOfKey = Query(
         """
-        SELECT copy FROM transaction_copies WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+        SELECT copy FROM transaction_copies WHERE original_transaction_id = :original_transaction_id
+            AND bundle_id = :bundle_id AND environment = :environment
         """
     ) { (copy: StoredJSON) in copy }
 
     /// The feed's events of a key.
     static let eventsOfKey = Query(
         """
-        SELECT id, payload FROM change_events WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+        SELECT id, payload FROM change_events WHERE original_transaction_id = :original_transaction_id
+            AND bundle_id = :bundle_id AND environment = :environment
         """
     ) { (id: Int64, payload: String) in (id: id, payload: payload) }
 

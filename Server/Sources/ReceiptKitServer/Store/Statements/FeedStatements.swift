@@ -36,9 +36,10 @@ enum FeedStatements {
 
     static let updateDerived = StoreStatement(
         """
-        UPDATE subscriptions SET derived_status = :derived_status, derived_product_id = :derived_product_id, derived_transaction_id = :derived_transaction_id,
-            derived_expires_at = :derived_expires_at, derived_will_renew = :derived_will_renew, derived_subscription = :derived_subscription, derived_family_shared = :derived_family_shared,
-            next_change_at = :next_change_at, derived_at = :derived_at
+        UPDATE subscriptions SET derived_status = :derived_status, derived_product_id = :derived_product_id,
+            derived_transaction_id = :derived_transaction_id, derived_expires_at = :derived_expires_at,
+            derived_will_renew = :derived_will_renew, derived_subscription = :derived_subscription,
+            derived_family_shared = :derived_family_shared, next_change_at = :next_change_at, derived_at = :derived_at
         WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
         """)
 
@@ -70,8 +71,10 @@ enum FeedStatements {
     /// the customer's feed has it and no other customer of its purchase does.
     static let insertCustomerEvent = StoreStatement(
         """
-        INSERT INTO change_events (id, type, occurred_at, recorded_at, original_transaction_id, bundle_id, environment, payload, customer_id)
-        VALUES (:id, :type, :occurred_at, :recorded_at, :original_transaction_id, :bundle_id, :environment, :payload, :customer_id)
+        INSERT INTO change_events (id, type, occurred_at, recorded_at, original_transaction_id, bundle_id, environment, payload,
+            customer_id)
+        VALUES (:id, :type, :occurred_at, :recorded_at, :original_transaction_id, :bundle_id, :environment, :payload,
+            :customer_id)
         """)
 
     /// The write of one event of a key, its JSON rendered.
@@ -113,7 +116,8 @@ enum FeedStatements {
             JOIN change_events e ON e.original_transaction_id = c.original_transaction_id AND e.bundle_id = c.bundle_id
                 AND e.environment = c.environment
             WHERE c.customer_id = :customer_id AND (CAST(:bundle_id AS TEXT) IS NULL OR c.bundle_id = :bundle_id)
-                AND (CAST(:environment AS TEXT) IS NULL OR c.environment = :environment) AND e.id > :after AND e.customer_id IS NULL
+                AND (CAST(:environment AS TEXT) IS NULL OR c.environment = :environment) AND e.id > :after
+                    AND e.customer_id IS NULL
             UNION ALL
             SELECT e.id, e.payload FROM change_events e
             WHERE e.customer_id = :customer_id AND (CAST(:bundle_id AS TEXT) IS NULL OR e.bundle_id = :bundle_id)
@@ -139,7 +143,8 @@ enum FeedStatements {
     static let claimDueKey = Query { dialect in
         """
         SELECT next_change_at FROM subscriptions
-        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment AND next_change_at <= :now\(dialect.forUpdateSkipLocked)
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND next_change_at <= :now\(dialect.forUpdateSkipLocked)
         """
     } row: { (nextChangeAt: Int64) in nextChangeAt }
 

@@ -7,7 +7,8 @@ enum InputStatements {
     /// Stores an input unless its dedup key is stored (a replay); run as a ``RowStep/insert(_:)``.
     static let insert = StoreStatement { dialect in
         """
-        INSERT INTO inputs (dedup_key, kind, raw, raw_encoding, record, received_at, source) VALUES (:dedup_key, :kind, :raw, :raw_encoding, :record, :received_at, :source)
+        INSERT INTO inputs (dedup_key, kind, raw, raw_encoding, record, received_at, source)
+        VALUES (:dedup_key, :kind, :raw, :raw_encoding, :record, :received_at, :source)
         ON CONFLICT (dedup_key) DO NOTHING\(dialect.returningId)
         """
     }
@@ -15,7 +16,8 @@ enum InputStatements {
     /// Which inputs touched which key.
     static let insertInputKey = StoreStatement(
         """
-        INSERT INTO input_subscriptions (original_transaction_id, bundle_id, environment, input_id) VALUES (:original_transaction_id, :bundle_id, :environment, :input_id)
+        INSERT INTO input_subscriptions (original_transaction_id, bundle_id, environment, input_id)
+            VALUES (:original_transaction_id, :bundle_id, :environment, :input_id)
         """)
 
     /// The inputs listed under a key, with their ids.

@@ -65,7 +65,8 @@ enum LedgerStatements {
     static let latestTransactionCopy = Query(
         """
         SELECT known_from, copy FROM transaction_copies
-        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment AND transaction_id = :transaction_id
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND transaction_id = :transaction_id
         ORDER BY known_from DESC LIMIT 1
         """
     ) { (knownFrom: Int64, copy: StoredJSON) in (knownFrom: knownFrom, json: copy) }
@@ -74,7 +75,8 @@ enum LedgerStatements {
     static let lastTwoTransactionCopies = Query(
         """
         SELECT known_from, copy FROM transaction_copies
-        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment AND transaction_id = :transaction_id
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND transaction_id = :transaction_id
         ORDER BY known_from DESC LIMIT 2
         """
     ) { (knownFrom: Int64, copy: StoredJSON) in (knownFrom: knownFrom, json: copy) }
@@ -83,7 +85,8 @@ enum LedgerStatements {
     static let transactionCopy = Query(
         """
         SELECT copy FROM transaction_copies
-        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment AND transaction_id = :transaction_id AND known_from = :known_from
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND transaction_id = :transaction_id AND known_from = :known_from
         """
     ) { (copy: StoredJSON) in copy }
 
@@ -92,26 +95,31 @@ enum LedgerStatements {
         INSERT INTO transaction_copies
             (original_transaction_id, bundle_id, environment, transaction_id, known_from, is_latest, is_upgraded,
              purchase_date, expires_date, copy)
-        VALUES (:original_transaction_id, :bundle_id, :environment, :transaction_id, :known_from, :is_latest, :is_upgraded, :purchase_date, :expires_date, :copy)
+        VALUES (:original_transaction_id, :bundle_id, :environment, :transaction_id, :known_from, :is_latest, :is_upgraded,
+            :purchase_date, :expires_date, :copy)
         """)
 
     static let replaceTransactionCopy = StoreStatement(
         """
-        UPDATE transaction_copies SET is_upgraded = :is_upgraded, purchase_date = :purchase_date, expires_date = :expires_date, copy = :copy
-        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment AND transaction_id = :transaction_id AND known_from = :known_from
+        UPDATE transaction_copies SET is_upgraded = :is_upgraded, purchase_date = :purchase_date, expires_date = :expires_date,
+            copy = :copy
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND transaction_id = :transaction_id AND known_from = :known_from
         """)
 
     static let demoteTransactionCopy = StoreStatement(
         """
         UPDATE transaction_copies SET is_latest = 0
-        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment AND transaction_id = :transaction_id AND known_from = :known_from
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND transaction_id = :transaction_id AND known_from = :known_from
         """)
 
     /// Moves the last signing of a run of repeats to a later one (its JSON carries the date).
     static let redateTransactionCopy = StoreStatement(
         """
         UPDATE transaction_copies SET known_from = :new_known_from, copy = :copy
-        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment AND transaction_id = :transaction_id AND known_from = :known_from
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND transaction_id = :transaction_id AND known_from = :known_from
         """)
 
     // MARK: Renewal info copies
@@ -119,26 +127,30 @@ enum LedgerStatements {
     /// The stored copy of a renewal info signed at an instant.
     static let renewalInfoCopy = Query(
         """
-        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = :original_transaction_id AND environment = :environment AND known_from = :known_from
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = :original_transaction_id
+            AND environment = :environment AND known_from = :known_from
         """
     ) { (copy: StoredJSON) in copy }
 
     /// The stored copies of a subscription's renewal info signed last, at most two, latest first.
     static let lastTwoRenewalInfoCopies = Query(
         """
-        SELECT known_from, copy FROM renewal_info_copies WHERE original_transaction_id = :original_transaction_id AND environment = :environment
+        SELECT known_from, copy FROM renewal_info_copies WHERE original_transaction_id = :original_transaction_id
+            AND environment = :environment
         ORDER BY known_from DESC LIMIT 2
         """
     ) { (knownFrom: Int64, copy: StoredJSON) in (knownFrom: knownFrom, json: copy) }
 
     static let insertRenewalInfoCopy = StoreStatement(
         """
-        INSERT INTO renewal_info_copies (original_transaction_id, environment, known_from, copy) VALUES (:original_transaction_id, :environment, :known_from, :copy)
+        INSERT INTO renewal_info_copies (original_transaction_id, environment, known_from, copy)
+            VALUES (:original_transaction_id, :environment, :known_from, :copy)
         """)
 
     static let replaceRenewalInfoCopy = StoreStatement(
         """
-        UPDATE renewal_info_copies SET copy = :copy WHERE original_transaction_id = :original_transaction_id AND environment = :environment AND known_from = :known_from
+        UPDATE renewal_info_copies SET copy = :copy WHERE original_transaction_id = :original_transaction_id
+            AND environment = :environment AND known_from = :known_from
         """)
 
     static let redateRenewalInfoCopy = StoreStatement(
@@ -154,7 +166,8 @@ enum LedgerStatements {
     /// whether or not its `WHERE` holds (PostgreSQL's INSERT reference), and this one never holds.
     static let ensureSubscription = StoreStatement(
         """
-        INSERT INTO subscriptions (original_transaction_id, bundle_id, environment, updated_at) VALUES (:original_transaction_id, :bundle_id, :environment, :updated_at)
+        INSERT INTO subscriptions (original_transaction_id, bundle_id, environment, updated_at)
+        VALUES (:original_transaction_id, :bundle_id, :environment, :updated_at)
         ON CONFLICT (original_transaction_id, bundle_id, environment) DO UPDATE SET updated_at = subscriptions.updated_at
         WHERE 1 = 0
         """)
@@ -163,7 +176,8 @@ enum LedgerStatements {
     /// its steps run this only where ``SQLDialect/locksRows``).
     static let lockSubscription = Query { dialect in
         """
-        SELECT 1 FROM subscriptions WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment\(dialect.forUpdate)
+        SELECT 1 FROM subscriptions WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id
+            AND environment = :environment\(dialect.forUpdate)
         """
     } row: { (_: Int64) in () }
 
@@ -172,7 +186,8 @@ enum LedgerStatements {
     /// ``ensureSubscription`` does.
     static let advanceSubscription = StoreStatement(
         """
-        INSERT INTO subscriptions (original_transaction_id, bundle_id, environment, updated_at, last_known_from, last_known_transaction_id)
+        INSERT INTO subscriptions (original_transaction_id, bundle_id, environment, updated_at, last_known_from,
+            last_known_transaction_id)
         VALUES (:original_transaction_id, :bundle_id, :environment, :updated_at, :last_known_from, :last_known_transaction_id)
         ON CONFLICT (original_transaction_id, bundle_id, environment) DO UPDATE SET
             updated_at = excluded.updated_at, last_known_from = excluded.last_known_from,
@@ -213,7 +228,8 @@ enum LedgerStatements {
     /// The keys of an original transaction id.
     static let keysOfOriginalTransactionId = Query(
         """
-        SELECT original_transaction_id, bundle_id, environment FROM subscriptions WHERE original_transaction_id = :original_transaction_id
+        SELECT original_transaction_id, bundle_id, environment FROM subscriptions
+            WHERE original_transaction_id = :original_transaction_id
         """, row: subscriptionKey)
 
     static let insertLink = StoreStatement(
@@ -225,7 +241,8 @@ enum LedgerStatements {
     /// The customers linked to a key.
     static let customersOfKey = Query(
         """
-        SELECT customer_id FROM customer_subscriptions WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+        SELECT customer_id FROM customer_subscriptions WHERE original_transaction_id = :original_transaction_id
+            AND bundle_id = :bundle_id AND environment = :environment
         """
     ) { (customerId: String) in customerId }
 
@@ -242,12 +259,14 @@ enum LedgerStatements {
             (SELECT MAX(r.known_from) FROM renewal_info_copies r
              WHERE r.original_transaction_id = s.original_transaction_id AND r.environment = s.environment),
             \(FeedStatements.derivedColumns.map { "s." + $0 }.joined(separator: ", "))
-        FROM subscriptions s WHERE s.original_transaction_id = :original_transaction_id AND s.bundle_id = :bundle_id AND s.environment = :environment
+        FROM subscriptions s WHERE s.original_transaction_id = :original_transaction_id AND s.bundle_id = :bundle_id
+            AND s.environment = :environment
         UNION ALL
         SELECT CAST(1 AS BIGINT), c.known_from, c.transaction_id, c.copy, \(nulls)
         FROM (
             SELECT known_from, transaction_id, copy FROM transaction_copies
-            WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment AND is_latest = 1
+            WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id
+                AND environment = :environment AND is_latest = 1
             ORDER BY \(rankOrder) LIMIT \(candidateLimit)
         ) c
         UNION ALL
@@ -331,7 +350,8 @@ enum LedgerStatements {
     static let candidatesKnownAt = Query(
         """
         SELECT c.copy, c.transaction_id, c.known_from FROM transaction_copies c
-        WHERE c.original_transaction_id = :original_transaction_id AND c.bundle_id = :bundle_id AND c.environment = :environment AND c.known_from = (
+        WHERE c.original_transaction_id = :original_transaction_id AND c.bundle_id = :bundle_id
+            AND c.environment = :environment AND c.known_from = (
             SELECT MAX(d.known_from) FROM transaction_copies d
             WHERE d.original_transaction_id = c.original_transaction_id AND d.bundle_id = c.bundle_id
                 AND d.environment = c.environment AND d.transaction_id = c.transaction_id AND d.known_from <= :at)
@@ -346,7 +366,8 @@ enum LedgerStatements {
     static let lastTransactionCopyKnownAt = Query(
         """
         SELECT known_from, transaction_id, copy FROM transaction_copies
-        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment AND known_from <= :at
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND known_from <= :at
         ORDER BY known_from DESC, transaction_id DESC LIMIT 1
         """
     ) { (knownFrom: Int64, transactionId: String, copy: StoredJSON) in (knownFrom: knownFrom, transactionId: transactionId, json: copy) }
@@ -354,7 +375,8 @@ enum LedgerStatements {
     /// The key's renewal info signed last by an instant.
     static let lastRenewalInfoKnownAt = Query(
         """
-        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = :original_transaction_id AND environment = :environment AND known_from <= :at
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = :original_transaction_id
+            AND environment = :environment AND known_from <= :at
         ORDER BY known_from DESC LIMIT 1
         """
     ) { (copy: StoredJSON) in copy }
@@ -363,14 +385,16 @@ enum LedgerStatements {
     static let transactionCopiesKnownAt = Query(
         """
         SELECT copy FROM transaction_copies
-        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment AND known_from <= :at
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND known_from <= :at
         """
     ) { (copy: StoredJSON) in copy }
 
     /// Every copy of the key's renewal info known at an instant.
     static let renewalInfoCopiesKnownAt = Query(
         """
-        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = :original_transaction_id AND environment = :environment AND known_from <= :at
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = :original_transaction_id
+            AND environment = :environment AND known_from <= :at
         """
     ) { (copy: StoredJSON) in copy }
 }

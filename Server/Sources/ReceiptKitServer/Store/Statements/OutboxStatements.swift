@@ -78,7 +78,8 @@ enum OutboxStatements {
     /// Records an attempt's outcome if `:owner` still holds the lease.
     static let finish = Query(
         """
-        UPDATE outbox SET state = :state, attempts = attempts + 1, next_attempt_at = :next_attempt_at, last_attempt_at = :last_attempt_at, last_status = :last_status,
+        UPDATE outbox SET state = :state, attempts = attempts + 1, next_attempt_at = :next_attempt_at,
+            last_attempt_at = :last_attempt_at, last_status = :last_status,
             last_error = :last_error, delivered_at = :delivered_at, lease_owner = NULL, lease_until = 0
         WHERE id = :id AND lease_owner = :owner
         RETURNING id
@@ -103,7 +104,8 @@ enum OutboxStatements {
     /// Sends a row that is not pending again, from `:next_attempt_at` until `:give_up_at`.
     static let retry = Query(
         """
-        UPDATE outbox SET state = 'pending', next_attempt_at = :next_attempt_at, give_up_at = :give_up_at, lease_owner = NULL, lease_until = 0
+        UPDATE outbox SET state = 'pending', next_attempt_at = :next_attempt_at, give_up_at = :give_up_at, lease_owner = NULL,
+            lease_until = 0
         WHERE id = :id AND state <> 'pending'
         RETURNING \(columns)
         """, row: delivery)

@@ -12,7 +12,8 @@ import ReceiptKit
 enum ReconcileStatements {
     static let revision = Query(
         """
-        SELECT revision FROM history_revisions WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+        SELECT revision FROM history_revisions WHERE original_transaction_id = :original_transaction_id
+            AND bundle_id = :bundle_id AND environment = :environment
         """
     ) { (revision: String) in revision }
 

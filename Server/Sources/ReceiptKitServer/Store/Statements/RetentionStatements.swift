@@ -7,7 +7,8 @@ enum RetentionStatements {
     static let transactionCount = Query(
         """
         SELECT COUNT(*) FROM transaction_copies
-        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment AND is_latest = 1
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND is_latest = 1
         """
     ) { (count: Int64) in Int(count) }
 
@@ -15,7 +16,8 @@ enum RetentionStatements {
     static let latestCopies = Query(
         """
         SELECT copy FROM transaction_copies
-        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment AND is_latest = 1
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND is_latest = 1
         """
     ) { (copy: StoredJSON) in copy }
 
@@ -25,7 +27,8 @@ enum RetentionStatements {
         """
         SELECT i.id, i.kind, i.record, i.received_at
         FROM input_subscriptions k JOIN inputs i ON i.id = k.input_id
-        WHERE k.original_transaction_id = :original_transaction_id AND k.bundle_id = :bundle_id AND k.environment = :environment AND k.input_id < :before
+        WHERE k.original_transaction_id = :original_transaction_id AND k.bundle_id = :bundle_id
+            AND k.environment = :environment AND k.input_id < :before
         ORDER BY k.input_id DESC LIMIT :limit
         """, row: InputStatements.storedInput)
 

@@ -171,7 +171,9 @@ struct NotificationDaysBackfill: RowSteps, Sendable {
             } else {
                 guard !counts.isEmpty else { return .done(()) }
                 let writes = counts.sorted { $0.key < $1.key }.flatMap { day, types in
-                    types.sorted { $0.key < $1.key }.map { StoreWrite(Self.insert, ["day": .integer(day), "type": .text($0.key), "count": .integer($0.value)]) }
+                    types.sorted { $0.key < $1.key }.map {
+                        StoreWrite(Self.insert, ["day": .integer(day), "type": .text($0.key), "count": .integer($0.value)])
+                    }
                 }
                 counts = [:]
                 return .write(writes)
