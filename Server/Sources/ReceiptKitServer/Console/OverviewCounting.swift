@@ -27,7 +27,7 @@ struct OverviewCounting: RowSteps, Sendable {
             switch phase {
             case .start:
                 phase = .counts
-                return .fetch(CountStatements.counts.fetch([]))
+                return .fetch(CountStatements.counts.fetch())
             case .counts:
                 for count in try CountStatements.counts.decode(rows) {
                     let group = CountStatements.Delta(
@@ -35,7 +35,7 @@ struct OverviewCounting: RowSteps, Sendable {
                     counts[group, default: 0] += count.count
                 }
                 phase = .due
-                return .fetch(CountStatements.dueKeys.fetch([.integer(instant.millisecondsSince1970)]))
+                return .fetch(CountStatements.dueKeys.fetch(["instant": .integer(instant.millisecondsSince1970)]))
             case .due:
                 due = try CountStatements.dueKeys.decode(rows)[...]
                 guard let first = due.popFirst() else { return .done(result()) }

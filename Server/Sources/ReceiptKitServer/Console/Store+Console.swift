@@ -19,14 +19,14 @@ extension Store {
     /// `day` (milliseconds since 1970) on, oldest first: a read of the days' counts, not of the
     /// notifications.
     package func notificationDays(from day: Int64) async throws -> [NotificationDay] {
-        try await backend.rows(CountStatements.notificationDays, [.integer(day)]).map { row in
+        try await backend.rows(CountStatements.notificationDays, ["first_day": .integer(day)]).map { row in
             NotificationDay(day: row.day, type: row.type.isEmpty ? nil : row.type, count: Int(row.count))
         }
     }
 
     /// The last `limit` notifications stored, newest first.
     package func latestNotifications(limit: Int) async throws -> [StoredInput] {
-        try await backend.rows(ConsoleStatements.latestNotifications, [.integer(Int64(limit))])
+        try await backend.rows(ConsoleStatements.latestNotifications, ["limit": .integer(Int64(limit))])
     }
 
     /// The stored inputs that touched a key, in the order they were stored.

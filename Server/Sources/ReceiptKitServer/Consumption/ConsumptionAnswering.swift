@@ -33,12 +33,13 @@ struct ConsumptionAnswering: RowSteps, Sendable {
             phase = .recorded
             let statement = source == .backend ? ConsumptionStatements.answered : ConsumptionStatements.defaultAnswered
             return .fetch(statement.fetch([
-                .integer(row.createdAt), .text(source.rawValue), .text(String(decoding: answer, as: UTF8.self)), .text(notificationUUID),
+                "answered_at": .integer(row.createdAt), "answer_source": .text(source.rawValue),
+                "answer": .text(String(decoding: answer, as: UTF8.self)), "notification_uuid": .text(notificationUUID),
             ]))
         case .recorded:
             if source == .default, rows.isEmpty { return .done(nil) }
             phase = .queued
-            return .fetch(OutboxStatements.insertReturning.fetch(OutboxStatements.values(row)))
+            return .fetch(OutboxStatements.insertReturning.fetch(OutboxStatements.bindings(row)))
         case .queued:
             return .done(try OutboxStatements.insertReturning.decodeFirst(rows))
         }

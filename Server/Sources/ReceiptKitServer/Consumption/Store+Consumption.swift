@@ -3,7 +3,7 @@
 extension Store {
     /// The latest consumption request about a transaction, if any.
     func consumptionRequest(transactionId: String) async throws -> StoredConsumptionRequest? {
-        try await backend.first(ConsumptionStatements.latestRequest, [.text(transactionId)])
+        try await backend.first(ConsumptionStatements.latestRequest, ["transaction_id": .text(transactionId)])
     }
 
     /// Records an answer to a request and writes its outbox row, in one transaction
@@ -18,7 +18,8 @@ extension Store {
 
     /// Records whether a customer consented to share consumption data.
     func setConsumptionConsent(customerId: String, consented: Bool, at now: Int64) async throws {
-        try await backend.execute(StoreWrite(ConsumptionStatements.setConsent, [.text(customerId), .flag(consented), .integer(now)]))
+        try await backend.execute(StoreWrite(
+            ConsumptionStatements.setConsent, ["customer_id": .text(customerId), "consented": .flag(consented), "updated_at": .integer(now)]))
     }
 
     /// The requests nobody answered whose deadline is after `now` and within `window` ms of it,
@@ -26,6 +27,6 @@ extension Store {
     func consumptionRequestsDue(now: Int64, window: Int64) async throws
         -> [(notificationUUID: String, transactionId: String, productType: String?, deadline: Int64)]
     {
-        try await backend.rows(ConsumptionStatements.defaultsDue, [.integer(now), .integer(now), .integer(window)])
+        try await backend.rows(ConsumptionStatements.defaultsDue, ["now": .integer(now), "window": .integer(window)])
     }
 }

@@ -85,11 +85,10 @@ struct EntitlementDerivation: RowSteps, Sendable {
                 guard index < customers.count else {
                     guard !events.isEmpty else { return .done(result) }
                     phase = .ids
-                    return .fetch(FeedStatements.drawIds.fetch([.integer(Int64(events.count))]))
+                    return .fetch(FeedStatements.drawIds.fetch(["count": .integer(Int64(events.count))]))
                 }
                 phase = .keyed(index)
-                let customerId = StoreValue.text(customers[index])
-                return .fetch(EntitlementStatements.sourcesOfCustomer.fetch([customerId, customerId]))
+                return .fetch(EntitlementStatements.sourcesOfCustomer.fetch(["customer_id": .text(customers[index])]))
             case .keyed(let index):
                 let sources = EntitlementStatements.split(try EntitlementStatements.sourcesOfCustomer.decode(rows), namedProductsOf: catalog)
                 phase = .evaluating(index, Customer(keys: sources.keys, grants: sources.grants.map(\.grant)), 0, nil)
@@ -97,7 +96,7 @@ struct EntitlementDerivation: RowSteps, Sendable {
             case .evaluating(let index, var customer, let keyIndex, let running):
                 guard keyIndex < customer.keys.count else {
                     phase = .told(index, customer)
-                    return .fetch(EntitlementStatements.toldOfCustomer.fetch([.text(customers[index])]))
+                    return .fetch(EntitlementStatements.toldOfCustomer.fetch(["customer_id": .text(customers[index])]))
                 }
                 var evaluation = running ?? Evaluation(key: customer.keys[keyIndex], at: instant, written: written)
                 switch try evaluation.nested(running == nil ? [] : rows, in: Result.self) {
@@ -150,7 +149,7 @@ struct EntitlementDerivation: RowSteps, Sendable {
 extension Sweeping where Derive == EntitlementDerivation {
     /// One due customer's named entitlements (``EntitlementStatements/claimDueCustomer``).
     init(customerId: String, now: Timestamp, targets: OutboxTargets, catalog: EntitlementCatalog) {
-        claim = EntitlementStatements.claimDueCustomer.fetch([.text(customerId), .integer(now.millisecondsSince1970)])
+        claim = EntitlementStatements.claimDueCustomer.fetch(["customer_id": .text(customerId), "now": .integer(now.millisecondsSince1970)])
         decodeClaim = { try EntitlementStatements.claimDueCustomer.decodeFirst($0) }
         self.now = now
         derivation = { boundary in

@@ -27,8 +27,9 @@ struct EntitlementEvent: Sendable {
     /// customer (``FeedStatements/insertCustomerEvent``).
     func write(id: Int64, json: String, recordedAt: Int64) -> StoreWrite {
         StoreWrite(FeedStatements.insertCustomerEvent, [
-            .integer(id), .text(type.rawValue), .integer(entitlement.asOf.millisecondsSince1970), .integer(recordedAt),
-            .text(entitlement.key?.originalTransactionId ?? ""), .text(bundleId), .text(environment), .text(json), .text(customerId),
+            "id": .integer(id), "type": .text(type.rawValue), "occurred_at": .integer(entitlement.asOf.millisecondsSince1970),
+            "recorded_at": .integer(recordedAt), "original_transaction_id": .text(entitlement.key?.originalTransactionId ?? ""),
+            "bundle_id": .text(bundleId), "environment": .text(environment), "payload": .text(json), "customer_id": .text(customerId),
         ])
     }
 

@@ -45,7 +45,7 @@ struct Granting: RowSteps, Sendable {
                     return .write([EntitlementStatements.grantWrite(grant)])
                 case .end(let grantId, _, _):
                     phase = .read
-                    return .fetch(EntitlementStatements.grant.fetch([.text(customerId), .text(grantId)]))
+                    return .fetch(EntitlementStatements.grant.fetch(["customer_id": .text(customerId), "grant_id": .text(grantId)]))
                 }
             case .read:
                 guard let stored = try EntitlementStatements.grant.decodeFirst(rows), case .end(let grantId, let at, let by) = change else {
@@ -57,7 +57,9 @@ struct Granting: RowSteps, Sendable {
                 ended.endedBy = by
                 grant = ended
                 phase = .written
-                return .write([StoreWrite(EntitlementStatements.endGrant, [.integer(at), .text(by), .text(customerId), .text(grantId)])])
+                return .write([StoreWrite(
+                    EntitlementStatements.endGrant,
+                    ["ended_at": .integer(at), "ended_by": .text(by), "customer_id": .text(customerId), "grant_id": .text(grantId)])])
             case .written:
                 phase = .deriving(EntitlementDerivation(
                     customers: [customerId], at: instant, cause: EventCause(source: .grant), recordedAt: instant.millisecondsSince1970,

@@ -22,7 +22,7 @@ extension Store {
         customerId: String, at instant: Timestamp, namedProductsOf catalog: EntitlementCatalog? = nil
     ) async throws -> (states: [SubscriptionState], grants: [StoredGrant]) {
         let (keys, grants) = EntitlementStatements.split(
-            try await backend.rows(EntitlementStatements.sourcesOfCustomer, [.text(customerId), .text(customerId)]), namedProductsOf: catalog)
+            try await backend.rows(EntitlementStatements.sourcesOfCustomer, ["customer_id": .text(customerId)]), namedProductsOf: catalog)
         var states: [SubscriptionState] = []
         for key in keys {
             if let state = try await state(of: key, at: instant) { states.append(state) }
@@ -55,7 +55,7 @@ extension Store {
 
     /// A customer's grants, oldest first.
     package func grants(customerId: String) async throws -> [StoredGrant] {
-        try await backend.rows(EntitlementStatements.grantsOfCustomer, [.text(customerId)])
+        try await backend.rows(EntitlementStatements.grantsOfCustomer, ["customer_id": .text(customerId)])
     }
 
     /// Writes the named-entitlement events time alone caused: each customer whose
@@ -63,7 +63,7 @@ extension Store {
     /// instant its entitlements may have changed, in a transaction of its own
     /// (``Sweeping``).
     package func sweepEntitlements(now: Timestamp, limit: Int, catalog: EntitlementCatalog) async throws -> SweepReport {
-        let due = try await backend.rows(EntitlementStatements.dueCustomers, [.integer(now.millisecondsSince1970), .integer(Int64(limit))])
+        let due = try await backend.rows(EntitlementStatements.dueCustomers, ["now": .integer(now.millisecondsSince1970), "limit": .integer(Int64(limit))])
         var report = SweepReport(due: due.count)
         for customerId in due {
             let swept = try await backend.write(Sweeping(customerId: customerId, now: now, targets: outboxTargets, catalog: catalog))
@@ -79,7 +79,7 @@ extension Store {
     package func productTypes(of productIds: some Sequence<String>, at instant: Timestamp) async throws -> [String: String] {
         var types: [String: String] = [:]
         for productId in Set(productIds) {
-            guard let key = try await backend.first(EntitlementStatements.keyOfProduct, [.text(productId)]),
+            guard let key = try await backend.first(EntitlementStatements.keyOfProduct, ["derived_product_id": .text(productId)]),
                 let type = try await state(of: key, at: instant)?.productType
             else { continue }
             types[productId] = type

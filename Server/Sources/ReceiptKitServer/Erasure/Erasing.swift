@@ -51,16 +51,16 @@ struct Erasing: RowSteps, Sendable {
         switch phase {
         case .start:
             phase = .keys
-            return .fetch(LedgerStatements.keysOfCustomer.fetch([.text(customerId)]))
+            return .fetch(LedgerStatements.keysOfCustomer.fetch(["customer_id": .text(customerId)]))
         case .keys:
             ownKeys = try LedgerStatements.keysOfCustomer.decode(rows).sorted()
             keys = ownKeys
             phase = .consent
-            return .fetch(ErasureStatements.consent.fetch([.text(customerId)]))
+            return .fetch(ErasureStatements.consent.fetch(["customer_id": .text(customerId)]))
         case .consent:
             consented = try ErasureStatements.consent.decodeFirst(rows) != nil
             phase = .grants
-            return .fetch(EntitlementStatements.grantsOfCustomer.fetch([.text(customerId)]))
+            return .fetch(EntitlementStatements.grantsOfCustomer.fetch(["customer_id": .text(customerId)]))
         case .grants:
             let granted = !(try EntitlementStatements.grantsOfCustomer.decode(rows)).isEmpty
             guard !ownKeys.isEmpty || consented || granted else { return .done(nil) }
@@ -117,7 +117,7 @@ struct Erasing: RowSteps, Sendable {
         case .tokens:
             return try step(.tokenKeys(0))
         case .tokenKeys(let index) where index < tokens.count:
-            return .fetch(LedgerStatements.keysOfCustomer.fetch([.text(tokens[index])]))
+            return .fetch(LedgerStatements.keysOfCustomer.fetch(["customer_id": .text(tokens[index])]))
         case .tokenKeys:
             // And a stand-in key per erased id: its named entitlements' events (``EntitlementEvent``),
             // which a grant's belong to no purchase, are read by customer.
@@ -135,10 +135,10 @@ struct Erasing: RowSteps, Sendable {
             pendingHeaders = Array(Set(pendingHeaders)).sorted()
             return try headers()
         case .events(let index):
-            if let id = Self.customer(of: keys[index]) { return .fetch(ErasureStatements.eventsOfCustomer.fetch([.text(id)])) }
+            if let id = Self.customer(of: keys[index]) { return .fetch(ErasureStatements.eventsOfCustomer.fetch(["customer_id": .text(id)])) }
             return .fetch(ErasureStatements.eventsOfKey.fetch(LedgerStatements.key(keys[index])))
         case .deliveries(let index):
-            if let id = Self.customer(of: keys[index]) { return .fetch(ErasureStatements.deliveriesOfCustomer.fetch([.text(id)])) }
+            if let id = Self.customer(of: keys[index]) { return .fetch(ErasureStatements.deliveriesOfCustomer.fetch(["customer_id": .text(id)])) }
             return .fetch(ErasureStatements.deliveriesOfKey.fetch(LedgerStatements.key(keys[index])))
         case .purchases(let index):
             return .fetch(ErasureStatements.purchasesOfKey.fetch(LedgerStatements.key(keys[index])))
@@ -169,7 +169,7 @@ struct Erasing: RowSteps, Sendable {
     private mutating func headers() throws -> RowStep<CustomerErasure.Outcome?> {
         if let id = pendingHeaders.popLast() {
             phase = .header(id)
-            return .fetch(InputStatements.header.fetch([.integer(id)]))
+            return .fetch(InputStatements.header.fetch(["id": .integer(id)]))
         }
         phase = .written
         return .write(try writes())
@@ -187,19 +187,19 @@ struct Erasing: RowSteps, Sendable {
     /// Every write of the erasure, in a fixed order.
     private func writes() throws -> [StoreWrite] {
         let erased = [customerId] + tokens
-        var writes = erased.map { StoreWrite(ErasureStatements.unlink, [.text($0)]) }
-        writes += erased.map { StoreWrite(ErasureStatements.deleteConsent, [.text($0)]) }
-        writes += erased.flatMap { id in EntitlementStatements.erasures.map { StoreWrite($0, [.text(id)]) } }
-        writes += erased.map { StoreWrite(ErasureStatements.forgetEventCustomer, [.text($0)]) }
+        var writes = erased.map { StoreWrite(ErasureStatements.unlink, ["customer_id": .text($0)]) }
+        writes += erased.map { StoreWrite(ErasureStatements.deleteConsent, ["customer_id": .text($0)]) }
+        writes += erased.flatMap { id in EntitlementStatements.erasures.map { StoreWrite($0, ["customer_id": .text(id)]) } }
+        writes += erased.map { StoreWrite(ErasureStatements.forgetEventCustomer, ["customer_id": .text($0)]) }
         let erasedSet = Set(erased)
         for (id, payload) in events.sorted(by: { $0.key < $1.key }) {
             if let redacted = try CustomerErasure.redacting(erasedSet, from: payload) {
-                writes.append(StoreWrite(ErasureStatements.updatePayload, [.text(redacted), .integer(id)]))
+                writes.append(StoreWrite(ErasureStatements.updatePayload, ["payload": .text(redacted), "id": .integer(id)]))
             }
         }
         for (id, body) in deliveries.sorted(by: { $0.key < $1.key }) {
             if let redacted = try CustomerErasure.redacting(erasedSet, from: String(decoding: body, as: UTF8.self)) {
-                writes.append(StoreWrite(ErasureStatements.updateBody, [.bytes(Array(redacted.utf8)), .integer(id)]))
+                writes.append(StoreWrite(ErasureStatements.updateBody, ["body": .bytes(Array(redacted.utf8)), "id": .integer(id)]))
             }
         }
         let segments = self.segments
@@ -207,7 +207,9 @@ struct Erasing: RowSteps, Sendable {
             let body = try RawCompaction.raw(stored: purchase.stored, encoding: purchase.encoding) { _ in segments }
             guard let apple = try CustomerErasure.applePart(of: body) else { continue }
             let stored = RawCompaction.stored(apple, encoding: .verbatim)
-            writes.append(StoreWrite(ErasureStatements.updateRaw, [.bytes(stored.bytes), .integer(Int64(stored.encoding.rawValue)), .integer(id)]))
+            writes.append(StoreWrite(
+                ErasureStatements.updateRaw,
+                ["raw": .bytes(stored.bytes), "raw_encoding": .integer(Int64(stored.encoding.rawValue)), "id": .integer(id)]))
         }
         return writes
     }

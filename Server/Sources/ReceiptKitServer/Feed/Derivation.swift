@@ -95,7 +95,7 @@ struct Derivation: RowSteps, Sendable {
                     // A count moves only after the feed's counter is held (see ``CountStatements``).
                     guard !events.isEmpty || counts.values.contains(where: { $0 != 0 }) else { return .done(finish()) }
                     phase = .ids
-                    return .fetch(FeedStatements.drawIds.fetch([.integer(Int64(events.count))]))
+                    return .fetch(FeedStatements.drawIds.fetch(["count": .integer(Int64(events.count))]))
                 }
                 phase = .customers(index + 1)
                 return .fetch(LedgerStatements.customersOfKey.fetch(LedgerStatements.key(keysWithEvents[index])))

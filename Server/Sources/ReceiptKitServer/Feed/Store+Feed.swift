@@ -6,11 +6,11 @@ extension Store {
     /// app, of one environment, or of both, when given.
     package func events(after: Int64, limit: Int, bundleId: String? = nil, environment: String? = nil) async throws -> [StoredFeedEvent] {
         guard bundleId != nil || environment != nil else {
-            return try await backend.rows(FeedStatements.eventsAfter, [.integer(after), .integer(Int64(limit))])
+            return try await backend.rows(FeedStatements.eventsAfter, ["after": .integer(after), "limit": .integer(Int64(limit))])
         }
         return try await backend.rows(
             FeedStatements.selectedEventsAfter,
-            [.integer(after)] + Self.selection(bundleId: bundleId, environment: environment) + [.integer(Int64(limit))])
+            Self.selection(bundleId: bundleId, environment: environment) + ["after": .integer(after), "limit": .integer(Int64(limit))])
     }
 
     /// The events of the keys linked to a customer, and the customer's own (its named
@@ -19,14 +19,17 @@ extension Store {
     package func events(
         customerId: String, after: Int64, limit: Int, bundleId: String? = nil, environment: String? = nil
     ) async throws -> [StoredFeedEvent] {
-        let part = [.text(customerId)] + Self.selection(bundleId: bundleId, environment: environment) + [.integer(after)]
-        return try await backend.rows(FeedStatements.customerEventsAfter, part + part + [.integer(Int64(limit))])
+        return try await backend.rows(
+            FeedStatements.customerEventsAfter,
+            Self.selection(bundleId: bundleId, environment: environment) + [
+                "customer_id": .text(customerId), "after": .integer(after), "limit": .integer(Int64(limit)),
+            ])
     }
 
-    /// The values of a `(CAST(? AS TEXT) IS NULL OR column = ?)` pair for each of an app and an
-    /// environment.
-    private static func selection(bundleId: String?, environment: String?) -> [StoreValue] {
-        [.optional(bundleId), .optional(bundleId), .optional(environment), .optional(environment)]
+    /// The bindings of the `(CAST(:bundle_id AS TEXT) IS NULL OR bundle_id = :bundle_id)` and
+    /// `:environment` conditions: `NULL` selects all.
+    private static func selection(bundleId: String?, environment: String?) -> Bindings {
+        ["bundle_id": .optional(bundleId), "environment": .optional(environment)]
     }
 
     /// Writes the events time alone caused: each key whose `next_change_at` has passed by `now`
@@ -36,7 +39,7 @@ extension Store {
     ///
     /// - Returns: How many keys were due, and how many events were written.
     package func sweep(now: Timestamp, limit: Int) async throws -> SweepReport {
-        let due = try await backend.rows(FeedStatements.dueKeys, [.integer(now.millisecondsSince1970), .integer(Int64(limit))])
+        let due = try await backend.rows(FeedStatements.dueKeys, ["now": .integer(now.millisecondsSince1970), "limit": .integer(Int64(limit))])
         var report = SweepReport(due: due.count)
         for key in due {
             let swept = try await backend.write(Sweeping(key: key, now: now, targets: outboxTargets))
@@ -51,7 +54,7 @@ extension Store {
 extension Sweeping where Derive == Derivation {
     /// One due key (``FeedStatements/claimDueKey``).
     init(key: SubscriptionKey, now: Timestamp, targets: OutboxTargets) {
-        claim = FeedStatements.claimDueKey.fetch(LedgerStatements.key(key) + [.integer(now.millisecondsSince1970)])
+        claim = FeedStatements.claimDueKey.fetch(LedgerStatements.key(key) + ["now": .integer(now.millisecondsSince1970)])
         decodeClaim = { try FeedStatements.claimDueKey.decodeFirst($0) }
         self.now = now
         derivation = { boundary in

@@ -97,6 +97,6 @@ struct RetentionReading: RowSteps, Sendable {
     private mutating func page(before id: Int64) -> RowStep<RetentionFacts> {
         phase = .inputs
         return .fetch(RetentionStatements.inputsBefore.fetch(
-            LedgerStatements.key(key) + [.integer(id), .integer(Int64(Self.inputPage))]))
+            LedgerStatements.key(key) + ["before": .integer(id), "limit": .integer(Int64(Self.inputPage))]))
     }
 }

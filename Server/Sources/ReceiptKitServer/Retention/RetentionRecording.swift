@@ -39,7 +39,7 @@ struct RetentionRecording: RowSteps, Sendable {
         case .customers:
             event.customerIds = try LedgerStatements.customersOfKey.decode(rows).sorted()
             phase = .ids
-            return .fetch(FeedStatements.drawIds.fetch([.integer(1)]))
+            return .fetch(FeedStatements.drawIds.fetch(["count": .integer(1)]))
         case .ids:
             guard let id = try FeedStatements.drawIds.decodeFirst(rows) else { throw StoreError.damaged("feed_counter has no row") }
             let json = try event.json(id: id)

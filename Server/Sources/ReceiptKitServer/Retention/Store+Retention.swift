@@ -31,6 +31,6 @@ extension Store {
     func retentionRequests(customerId: String, limit: Int) async throws -> [StoredFeedEvent] {
         try await backend.rows(
             RetentionStatements.customerEventsOfType,
-            [.text(customerId), .text(EventType.retentionRequested.rawValue), .integer(Int64(limit))])
+            ["customer_id": .text(customerId), "type": .text(EventType.retentionRequested.rawValue), "limit": .integer(Int64(limit))])
     }
 }

@@ -1,5 +1,5 @@
 /// A value bound to a statement or read from a row.
-enum StoreValue: Sendable, Hashable {
+package enum StoreValue: Sendable, Hashable {
     case integer(Int64)
     case text(String)
     case bytes([UInt8])
@@ -71,25 +71,64 @@ extension Bool: StoreColumnType {
     var storeValue: StoreValue { .integer(self ? 1 : 0) }
 }
 
-/// One SQL statement of the store's, in the text each database runs: written once with `?`
-/// placeholders, which PostgreSQL gets numbered (`$1`, `$2`, …). Where the two databases' SQL
-/// differs, the statement is written as a function of the ``SQLDialect`` and both texts are made
-/// once. The text is a constant of the store's, never built from input: values are always bound.
-struct StoreStatement: Sendable, Hashable {
+/// One SQL statement of the store's, in the text each database runs: written once with named
+/// parameters (`:customer_id`), which become numbered ones when the statement is made — SQLite's
+/// `?1`, PostgreSQL's `$1` — one number per distinct name, so that a value used three times is
+/// bound once. Where the two databases' SQL differs, the statement is written as a function of
+/// the ``SQLDialect`` and both texts are made once, with the same names. The text is a constant of
+/// the store's, never built from input: values are always bound, by name (``Bindings``), and
+/// resolved to their numbers by ``values(_:)`` when the statement runs.
+///
+/// SQL that cannot be read this way — a bare `?` or `$1`, an unterminated literal, names that
+/// differ between the dialects — is refused when the statement is made: it keeps the reason, and
+/// every run of it throws (``StoreError``), so any test that runs it fails.
+package struct StoreStatement: Sendable, Hashable {
     /// The text SQLite runs.
-    let sqlite: String
+    package let sqlite: String
     /// The text PostgreSQL runs.
-    let postgres: String
+    package let postgres: String
+    /// The names of its parameters, by number: `names[0]` is `?1` and `$1`.
+    package let names: [String]
+    /// Its first line as written, by which an error names it.
+    package let firstLine: String
+    /// Why its SQL was refused, or `nil`: a refused statement never runs.
+    package let refusal: String?
+
+    /// The most names a statement may have (one bit each while binding).
+    package static let maximumNames = 64
 
     /// A statement the two databases share.
-    init(_ sql: String) {
+    package init(_ sql: String) {
         self.init { _ in sql }
     }
 
     /// A statement whose text depends on the database.
     init(_ sql: (SQLDialect) -> String) {
-        sqlite = sql(.sqlite)
-        postgres = Self.numbered(sql(.postgres))
+        let sqliteSource = sql(.sqlite)
+        let postgresSource = sql(.postgres)
+        firstLine = Self.firstLine(of: sqliteSource)
+        do throws(NamedSQL.Refusal) {
+            let sqliteParsed = try NamedSQL(sqliteSource)
+            let postgresParsed = postgresSource == sqliteSource ? sqliteParsed : try NamedSQL(postgresSource)
+            let names = sqliteParsed.distinctNames
+            guard Set(postgresParsed.distinctNames) == Set(names) else {
+                throw NamedSQL.Refusal("its SQLite and PostgreSQL texts name different parameters")
+            }
+            guard names.count <= Self.maximumNames else {
+                throw NamedSQL.Refusal("it names \(names.count) parameters, more than \(Self.maximumNames)")
+            }
+            var numbers: [String: Int] = [:]
+            for (index, name) in names.enumerated() { numbers[name] = index + 1 }
+            sqlite = sqliteParsed.text { "?\(numbers[$0] ?? 0)" }
+            postgres = postgresParsed.text { "$\(numbers[$0] ?? 0)" }
+            self.names = names
+            refusal = nil
+        } catch {
+            sqlite = sqliteSource
+            postgres = postgresSource
+            names = []
+            refusal = error.reason
+        }
     }
 
     /// The text a database runs.
@@ -100,20 +139,152 @@ struct StoreStatement: Sendable, Hashable {
         }
     }
 
-    /// `?` placeholders numbered, as PostgreSQL takes them. The store's SQL has no `?` of its own
-    /// (no string literal or operator holds one).
-    private static func numbered(_ sql: String) -> String {
-        var numbered = ""
+    /// The values to bind, by number: each of ``names`` given its value in `bindings`.
+    ///
+    /// - Throws: ``StoreError`` when the statement was refused, or `bindings` leave out one of
+    ///   its names, name one it does not have, or bind one twice; the error names the statement
+    ///   (``firstLine``) and the name.
+    package func values(_ bindings: Bindings) throws -> [StoreValue] {
+        if let refusal { throw StoreError.damaged("the statement \"\(firstLine)\" was refused: \(refusal)") }
+        var values = [StoreValue](repeating: .null, count: names.count)
+        var bound: UInt64 = 0
+        for (name, value) in bindings.pairs {
+            guard let index = names.firstIndex(of: name) else {
+                throw StoreError.damaged("the statement \"\(firstLine)\" has no parameter :\(name), which is bound")
+            }
+            let bit: UInt64 = 1 << UInt64(index)
+            guard bound & bit == 0 else {
+                throw StoreError.damaged("the parameter :\(name) of the statement \"\(firstLine)\" is bound twice")
+            }
+            bound |= bit
+            values[index] = value
+        }
+        if bound.nonzeroBitCount != names.count, let missing = names.indices.first(where: { bound & (1 << UInt64($0)) == 0 }) {
+            throw StoreError.damaged("the parameter :\(names[missing]) of the statement \"\(firstLine)\" is not bound")
+        }
+        return values
+    }
+
+    /// The first line of SQL that is not blank, trimmed.
+    private static func firstLine(of sql: String) -> String {
+        let line = sql.split(whereSeparator: \.isNewline).first { !$0.allSatisfy(\.isWhitespace) } ?? ""
+        return String(line.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+    }
+}
+
+/// SQL with named parameters (`:name`), split where each stands: what
+/// ``StoreStatement`` numbers for each database.
+///
+/// Read as SQL is: a `:` begins a name only outside string literals (`'…'`, `''` inside),
+/// quoted identifiers (`"…"`) and comments (`--`, `/* */`), and only when a letter or `_`
+/// follows it; `::` is PostgreSQL's cast. A bare `?` or `$` followed by a digit or `$` (a
+/// positional parameter, a dollar-quoted string) is refused, as is a literal, identifier or
+/// comment left open.
+struct NamedSQL: Equatable {
+    /// Why SQL was refused.
+    struct Refusal: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// The text around the names: one more piece than ``names``.
+    private(set) var pieces: [String]
+    /// Each name where it stands, in order, repeats included.
+    private(set) var names: [String]
+
+    /// Splits SQL at its named parameters.
+    ///
+    /// - Throws: ``Refusal`` for SQL that cannot be read as the store's (see ``NamedSQL``).
+    init(_ sql: String) throws(Refusal) {
+        let bytes = Array(sql.utf8)
+        var pieces: [String] = []
+        var names: [String] = []
+        var pieceStart = 0
         var index = 0
-        for character in sql {
-            if character == "?" {
+        /// The index just past the first `terminator` at or after `from`.
+        func skip(past terminator: [UInt8], from: Int, what: String) throws(Refusal) -> Int {
+            var at = from
+            while at + terminator.count <= bytes.count {
+                if Array(bytes[at..<at + terminator.count]) == terminator { return at + terminator.count }
+                at += 1
+            }
+            throw Refusal("\(what) is not closed")
+        }
+        func isNameStart(_ byte: UInt8) -> Bool {
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || byte == UInt8(ascii: "_")
+        }
+        func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+        while index < bytes.count {
+            let byte = bytes[index]
+            let next = index + 1 < bytes.count ? bytes[index + 1] : nil
+            switch byte {
+            case UInt8(ascii: "'"):
+                index = try skip(past: [UInt8(ascii: "'")], from: index + 1, what: "a string literal")
+            case UInt8(ascii: "\""):
+                index = try skip(past: [UInt8(ascii: "\"")], from: index + 1, what: "a quoted identifier")
+            case UInt8(ascii: "-") where next == UInt8(ascii: "-"):
+                index = (try? skip(past: [UInt8(ascii: "\n")], from: index + 2, what: "")) ?? bytes.count
+            case UInt8(ascii: "/") where next == UInt8(ascii: "*"):
+                index = try skip(past: [UInt8(ascii: "*"), UInt8(ascii: "/")], from: index + 2, what: "a comment")
+            case UInt8(ascii: ":") where next == UInt8(ascii: ":"):
+                index += 2
+            case UInt8(ascii: ":") where next.map(isNameStart) == true:
+                var end = index + 1
+                while end < bytes.count, isNameStart(bytes[end]) || isDigit(bytes[end]) { end += 1 }
+                pieces.append(String(decoding: bytes[pieceStart..<index], as: UTF8.self))
+                names.append(String(decoding: bytes[index + 1..<end], as: UTF8.self))
+                pieceStart = end
+                index = end
+            case UInt8(ascii: "?"):
+                throw Refusal("it has a bare ? (parameters are named: :name)")
+            case UInt8(ascii: "$") where next.map { isDigit($0) || $0 == UInt8(ascii: "$") } == true:
+                throw Refusal("it has a positional parameter or a dollar-quoted string ($)")
+            default:
                 index += 1
-                numbered += "$\(index)"
-            } else {
-                numbered.append(character)
             }
         }
-        return numbered
+        pieces.append(String(decoding: bytes[pieceStart...], as: UTF8.self))
+        self.pieces = pieces
+        self.names = names
+    }
+
+    /// The names, each once, in the order they first stand.
+    var distinctNames: [String] {
+        var seen = Set<String>()
+        return names.filter { seen.insert($0).inserted }
+    }
+
+    /// The SQL with each name replaced by what `parameter` makes of it.
+    func text(_ parameter: (String) -> String) -> String {
+        var text = pieces[0]
+        for (name, piece) in zip(names, pieces.dropFirst()) {
+            text += parameter(name)
+            text += piece
+        }
+        return text
+    }
+}
+
+/// Values bound to a statement's named parameters, by name: a dictionary literal
+/// (`["customer_id": .text(id)]`), or several merged with `+` (``LedgerStatements/key(_:)`` and
+/// the values that follow it). A name bound twice, left out, or not the statement's is an error
+/// when the statement runs (``StoreStatement/values(_:)``).
+package struct Bindings: Sendable, ExpressibleByDictionaryLiteral {
+    /// Each name with its value, in the order bound.
+    package let pairs: [(String, StoreValue)]
+
+    package init(dictionaryLiteral elements: (String, StoreValue)...) {
+        pairs = elements
+    }
+
+    private init(pairs: [(String, StoreValue)]) {
+        self.pairs = pairs
+    }
+
+    /// Both bindings' names and values.
+    package static func + (lhs: Bindings, rhs: Bindings) -> Bindings {
+        Bindings(pairs: lhs.pairs + rhs.pairs)
     }
 }
 
@@ -123,7 +294,7 @@ struct StoreStatement: Sendable, Hashable {
 /// silently shortened row.
 ///
 /// ```swift
-/// static let eventsAfter = Query("SELECT id, payload FROM change_events WHERE id > ? ORDER BY id LIMIT ?") {
+/// static let eventsAfter = Query("SELECT id, payload FROM change_events WHERE id > :after ORDER BY id LIMIT :limit") {
 ///     (id: Int64, payload: String) in StoredFeedEvent(id: id, json: payload)
 /// }
 /// ```
@@ -161,9 +332,9 @@ struct Query<Row>: Sendable {
         }
     }
 
-    /// The fetch of this query with its values, for a ``RowSteps``.
-    func fetch(_ values: [StoreValue]) -> Fetch {
-        Fetch(statement: statement, columns: columns, values: values)
+    /// The fetch of this query with its values, bound by name, for a ``RowSteps``.
+    func fetch(_ bindings: Bindings = [:]) -> Fetch {
+        Fetch(statement: statement, columns: columns, bindings: bindings)
     }
 
     /// The rows of a fetch of this query, decoded.
@@ -219,14 +390,19 @@ extension StoreValue {
     }
 }
 
-/// A statement that writes, with its values.
+/// A statement that writes, with its values bound by name.
 struct StoreWrite: Sendable {
     let statement: StoreStatement
-    let values: [StoreValue]
+    let bindings: Bindings
 
-    init(_ statement: StoreStatement, _ values: [StoreValue]) {
+    init(_ statement: StoreStatement, _ bindings: Bindings = [:]) {
         self.statement = statement
-        self.values = values
+        self.bindings = bindings
+    }
+
+    /// The values to bind, by number (``StoreStatement/values(_:)``).
+    func values() throws -> [StoreValue] {
+        try statement.values(bindings)
     }
 }
 
@@ -235,5 +411,10 @@ struct StoreWrite: Sendable {
 struct Fetch: Sendable {
     let statement: StoreStatement
     let columns: [StoreColumn]
-    let values: [StoreValue]
+    let bindings: Bindings
+
+    /// The values to bind, by number (``StoreStatement/values(_:)``).
+    func values() throws -> [StoreValue] {
+        try statement.values(bindings)
+    }
 }

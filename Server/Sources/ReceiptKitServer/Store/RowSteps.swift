@@ -60,40 +60,40 @@ extension RowSteps {
 /// One query as a step: its rows, decoded.
 struct QueryStep<Row>: RowSteps, Sendable {
     let query: Query<Row>
-    let values: [StoreValue]
+    let bindings: Bindings
     private var fetched = false
 
-    init(_ query: Query<Row>, _ values: [StoreValue]) {
+    init(_ query: Query<Row>, _ bindings: Bindings) {
         self.query = query
-        self.values = values
+        self.bindings = bindings
     }
 
     mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<[Row]> {
         guard fetched else {
             fetched = true
-            return .fetch(query.fetch(values))
+            return .fetch(query.fetch(bindings))
         }
         return .done(try query.decode(rows))
     }
 }
 
-/// One query run once for each set of values, in one snapshot: the rows of each run, decoded.
+/// One query run once for each set of bindings, in one snapshot: the rows of each run, decoded.
 struct EachQueryStep<Row: Sendable>: RowSteps, Sendable {
     let query: Query<Row>
-    let values: [[StoreValue]]
+    let bindings: [Bindings]
     private var results: [[Row]] = []
     private var fetched = 0
 
-    init(_ query: Query<Row>, _ values: [[StoreValue]]) {
+    init(_ query: Query<Row>, _ bindings: [Bindings]) {
         self.query = query
-        self.values = values
+        self.bindings = bindings
     }
 
     mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<[[Row]]> {
         if fetched > 0 { results.append(try query.decode(rows)) }
-        guard fetched < values.count else { return .done(results) }
+        guard fetched < bindings.count else { return .done(results) }
         fetched += 1
-        return .fetch(query.fetch(values[fetched - 1]))
+        return .fetch(query.fetch(bindings[fetched - 1]))
     }
 }
 

@@ -35,17 +35,17 @@ extension Store {
 
     /// The keys linked to a customer, sorted.
     package func keys(customerId: String) async throws -> [SubscriptionKey] {
-        try await backend.rows(LedgerStatements.keysOfCustomer, [.text(customerId)]).sorted()
+        try await backend.rows(LedgerStatements.keysOfCustomer, ["customer_id": .text(customerId)]).sorted()
     }
 
     /// The keys with this original transaction id (one per bundle id and environment), sorted.
     package func keys(originalTransactionId: String) async throws -> [SubscriptionKey] {
-        try await backend.rows(LedgerStatements.keysOfOriginalTransactionId, [.text(originalTransactionId)]).sorted()
+        try await backend.rows(LedgerStatements.keysOfOriginalTransactionId, ["original_transaction_id": .text(originalTransactionId)]).sorted()
     }
 
     /// The keys of the transactions with this transaction id (a renewal's, say), sorted.
     package func keys(transactionId: String) async throws -> [SubscriptionKey] {
-        try await backend.rows(ConsoleStatements.keysOfTransactionId, [.text(transactionId)]).sorted()
+        try await backend.rows(ConsoleStatements.keysOfTransactionId, ["transaction_id": .text(transactionId)]).sorted()
     }
 
     /// A key's state at an instant, evaluated by ReceiptKit's ``EntitlementLedger`` from the stored
@@ -92,6 +92,6 @@ extension Store {
     /// The number of stored inputs, or of those with the given dedup keys (for tests).
     package func inputCount(dedupKeys: [String]?) async throws -> Int {
         guard let dedupKeys else { return Int(try await backend.first(InputStatements.count) ?? 0) }
-        return try await backend.read(EachQueryStep(InputStatements.stored, dedupKeys.map { [.text($0)] })).filter { !$0.isEmpty }.count
+        return try await backend.read(EachQueryStep(InputStatements.stored, dedupKeys.map { ["dedup_key": .text($0)] })).filter { !$0.isEmpty }.count
     }
 }

@@ -5,9 +5,10 @@ extension Store {
     /// (``OutboxStatements/claim``), reading first whether any is due, so that an idle outbox
     /// costs a read, not a write, per poll.
     func claimDeliveries(owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [Delivery] {
-        guard try await backend.first(OutboxStatements.anyDue, [.integer(now), .integer(now)]) != nil else { return [] }
+        guard try await backend.first(OutboxStatements.anyDue, ["now": .integer(now)]) != nil else { return [] }
         return try await backend.updating(
-            OutboxStatements.claim, [.text(owner), .integer(leaseUntil), .integer(now), .integer(now), .integer(Int64(limit))]
+            OutboxStatements.claim,
+            ["owner": .text(owner), "lease_until": .integer(leaseUntil), "now": .integer(now), "limit": .integer(Int64(limit))]
         ).sorted { $0.id < $1.id }
     }
 
@@ -15,24 +16,26 @@ extension Store {
     ///
     /// - Returns: Whether it did.
     func finishDelivery(_ id: Int64, owner: String, outcome: DeliveryOutcome) async throws -> Bool {
-        try await !backend.updating(OutboxStatements.finish, OutboxStatements.finishValues(id, owner: owner, outcome: outcome)).isEmpty
+        try await !backend.updating(OutboxStatements.finish, OutboxStatements.finishBindings(id, owner: owner, outcome: outcome)).isEmpty
     }
 
     /// The rows in a state after an id, oldest first.
     func deliveries(state: Delivery.State, after: Int64, limit: Int) async throws -> [Delivery] {
-        try await backend.rows(OutboxStatements.list, [.text(state.rawValue), .integer(after), .integer(Int64(limit))])
+        try await backend.rows(OutboxStatements.list, ["state": .text(state.rawValue), "after": .integer(after), "limit": .integer(Int64(limit))])
     }
 
     /// The row with this id.
     func delivery(_ id: Int64) async throws -> Delivery? {
-        try await backend.first(OutboxStatements.byId, [.integer(id)])
+        try await backend.first(OutboxStatements.byId, ["id": .integer(id)])
     }
 
     /// Makes a row that is not pending pending again, due at `now`, given up at `giveUpAt`.
     ///
     /// - Returns: The row, or `nil` when there is no such row or it is pending already.
     func retryDelivery(_ id: Int64, now: Int64, giveUpAt: Int64) async throws -> Delivery? {
-        let delivery = try await backend.updating(OutboxStatements.retry, [.integer(now), .integer(giveUpAt), .integer(id)]).first
+        let delivery = try await backend.updating(
+            OutboxStatements.retry, ["next_attempt_at": .integer(now), "give_up_at": .integer(giveUpAt), "id": .integer(id)]
+        ).first
         if delivery != nil { features.tell(FeedCommit(outboxRows: 1)) }
         return delivery
     }
@@ -51,7 +54,7 @@ extension Store {
 
     /// Removes delivered rows delivered before `before` (at most 1000 a call).
     func pruneDelivered(before: Int64) async throws {
-        try await backend.execute(StoreWrite(OutboxStatements.pruneDelivered, [.integer(before)]))
+        try await backend.execute(StoreWrite(OutboxStatements.pruneDelivered, ["before": .integer(before)]))
     }
 }
 
@@ -73,10 +76,12 @@ private struct OutboxSummaryReading: RowSteps, Sendable {
         switch phase {
         case .start:
             phase = .backlog
-            return .fetch(OutboxStatements.pendingByTarget.fetch([]))
+            return .fetch(OutboxStatements.pendingByTarget.fetch())
         case .backlog:
             phase = .failed(try OutboxStatements.pendingByTarget.decode(rows).compactMap { $0 })
-            return .fetch(OutboxStatements.countInState.fetch([.text(Delivery.State.failed.rawValue), .integer(Int64(failedLimit))]))
+            return .fetch(OutboxStatements.countInState.fetch([
+                "state": .text(Delivery.State.failed.rawValue), "limit": .integer(Int64(failedLimit)),
+            ]))
         case .failed(let backlog):
             return .done((backlog, try OutboxStatements.countInState.decodeFirst(rows) ?? 0))
         }

@@ -11,14 +11,15 @@ extension Store {
     /// Remembers a revision token for these keys (one transaction).
     package func setHistoryRevision(_ revision: String, for keys: [SubscriptionKey], at milliseconds: Int64) async throws {
         try await backend.write(WriteStep(Set(keys).sorted().map { key in
-            StoreWrite(ReconcileStatements.setRevision, LedgerStatements.key(key) + [.text(revision), .integer(milliseconds)])
+            StoreWrite(
+                ReconcileStatements.setRevision, LedgerStatements.key(key) + ["revision": .text(revision), "updated_at": .integer(milliseconds)])
         }))
     }
 
     /// The instant (milliseconds) up to which an app and environment's notification history has
     /// been read and committed, or `nil` before its first window.
     package func reconcileCursor(bundleId: String, environment: String) async throws -> Int64? {
-        try await backend.first(ReconcileStatements.cursor, [.text(bundleId), .text(environment)]) ?? nil
+        try await backend.first(ReconcileStatements.cursor, ["bundle_id": .text(bundleId), "environment": .text(environment)]) ?? nil
     }
 
     /// Every app and environment's cursor.
@@ -37,7 +38,8 @@ extension Store {
     /// Makes `owner` the owner of an app and environment's cursor: from now on only `owner` moves
     /// it. Called with the reconcile lock held.
     package func claimReconcileCursor(bundleId: String, environment: String, owner: String) async throws {
-        try await backend.execute(StoreWrite(ReconcileStatements.claim, [.text(bundleId), .text(environment), .text(owner)]))
+        try await backend.execute(StoreWrite(
+            ReconcileStatements.claim, ["bundle_id": .text(bundleId), "environment": .text(environment), "lease_owner": .text(owner)]))
     }
 
     /// Moves an app and environment's cursor to `position` (never back), if `owner` still owns it.
@@ -45,12 +47,13 @@ extension Store {
     /// - Returns: Whether it did (`false`: another run claimed the cursor, which stays).
     package func advanceReconcileCursor(to position: Int64, bundleId: String, environment: String, owner: String) async throws -> Bool {
         try await !backend.updating(
-            ReconcileStatements.advance, [.integer(position), .integer(position), .text(bundleId), .text(environment), .text(owner)]
+            ReconcileStatements.advance,
+            ["position": .integer(position), "bundle_id": .text(bundleId), "environment": .text(environment), "lease_owner": .text(owner)]
         ).isEmpty
     }
 
     /// Gives up every cursor `owner` owns.
     package func releaseReconcileCursors(owner: String) async throws {
-        try await backend.execute(StoreWrite(ReconcileStatements.release, [.text(owner)]))
+        try await backend.execute(StoreWrite(ReconcileStatements.release, ["lease_owner": .text(owner)]))
     }
 }

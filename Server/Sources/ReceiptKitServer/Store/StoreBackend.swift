@@ -57,22 +57,22 @@ protocol StoreBackend: Sendable {
 
 extension StoreBackend {
     /// The rows of one query that only reads, decoded.
-    func rows<Row>(_ query: Query<Row>, _ values: [StoreValue] = []) async throws -> [Row] {
-        try query.decode(try await self.query(query.fetch(values)))
+    func rows<Row>(_ query: Query<Row>, _ bindings: Bindings = [:]) async throws -> [Row] {
+        try query.decode(try await self.query(query.fetch(bindings)))
     }
 
     /// The first row of one query that only reads, decoded, if there is one.
-    func first<Row>(_ query: Query<Row>, _ values: [StoreValue] = []) async throws -> Row? {
-        try query.decodeFirst(try await self.query(query.fetch(values)))
+    func first<Row>(_ query: Query<Row>, _ bindings: Bindings = [:]) async throws -> Row? {
+        try query.decodeFirst(try await self.query(query.fetch(bindings)))
     }
 
     /// The rows one statement that writes answers (`RETURNING`), decoded.
-    func updating<Row>(_ query: Query<Row>, _ values: [StoreValue]) async throws -> [Row] {
-        try query.decode(try await update(query.fetch(values)))
+    func updating<Row>(_ query: Query<Row>, _ bindings: Bindings) async throws -> [Row] {
+        try query.decode(try await update(query.fetch(bindings)))
     }
 
     /// Runs one statement that writes and answers nothing.
     func execute(_ write: StoreWrite) async throws {
-        _ = try await update(Fetch(statement: write.statement, columns: [], values: write.values))
+        _ = try await update(Fetch(statement: write.statement, columns: [], bindings: write.bindings))
     }
 }

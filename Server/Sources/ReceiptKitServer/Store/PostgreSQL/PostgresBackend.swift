@@ -202,13 +202,13 @@ extension PostgresConnection {
                 rows = try await self.rows(fetch, logger: logger)
             case .write(let writes):
                 for write in writes {
-                    try await query(write.statement.postgres(write.values), logger: logger)
+                    try await query(write.statement.postgres(write.values()), logger: logger)
                 }
                 rows = []
             case .insert(let write):
                 // Its text ends `RETURNING id` (``SQLDialect/returningId``).
                 rows = try await self.rows(
-                    Fetch(statement: write.statement, columns: [.integer], values: write.values), logger: logger)
+                    Fetch(statement: write.statement, columns: [.integer], bindings: write.bindings), logger: logger)
             case .done(let result):
                 return result
             }
@@ -222,13 +222,13 @@ extension PostgresConnection {
         if let named = PostgresNamedStatements.byText[fetch.statement.postgres] {
             return try await rows(named, fetch, logger: logger)
         }
-        return try await cells(of: query(fetch.statement.postgres(fetch.values), logger: logger), as: fetch)
+        return try await cells(of: query(fetch.statement.postgres(fetch.values()), logger: logger), as: fetch)
     }
 
     private func rows<Statement: PostgresNamedStatement>(
         _: Statement.Type, _ fetch: Fetch, logger: Logger
     ) async throws -> [[StoreValue]] {
-        let named = PostgresNamed<Statement>(bindings: fetch.values.postgresBindings)
+        let named = PostgresNamed<Statement>(bindings: try fetch.values().postgresBindings)
         return try await cells(of: execute(named, logger: logger), as: fetch)
     }
 

@@ -32,7 +32,7 @@ extension Database {
 
     /// Runs a statement of the store's that writes (prepared once per connection).
     func execute(_ write: StoreWrite) throws {
-        try step(cachedStatement(sql: write.statement.sqlite), write.values, columns: nil) { _ in }
+        try step(cachedStatement(sql: write.statement.sqlite), write.values(), columns: nil) { _ in }
     }
 
     /// The rows of a statement of the store's, each checked to have the columns the fetch
@@ -40,7 +40,7 @@ extension Database {
     func rows(_ fetch: Fetch) throws -> [[StoreValue]] {
         var rows: [[StoreValue]] = []
         let count = Int32(fetch.columns.count)
-        try step(cachedStatement(sql: fetch.statement.sqlite), fetch.values, columns: count) { handle in
+        try step(cachedStatement(sql: fetch.statement.sqlite), fetch.values(), columns: count) { handle in
             var row: [StoreValue] = []
             row.reserveCapacity(Int(count))
             for column in 0..<count { row.append(Self.value(handle, column)) }

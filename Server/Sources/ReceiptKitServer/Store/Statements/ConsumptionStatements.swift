@@ -11,24 +11,25 @@ enum ConsumptionStatements {
         INSERT INTO consumption_requests
             (notification_uuid, transaction_id, original_transaction_id, bundle_id, environment, product_type, reason,
              requested_at, deadline)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        VALUES (:notification_uuid, :transaction_id, :original_transaction_id, :bundle_id, :environment, :product_type, :reason,
+            :requested_at, :deadline)
         ON CONFLICT DO NOTHING
         """)
 
     /// The write of a request.
     static func requestWrite(_ notice: ConsumptionNotice) -> StoreWrite {
         StoreWrite(insertRequest, [
-            .text(notice.notificationUUID), .text(notice.transactionId), .text(notice.key.originalTransactionId),
-            .text(notice.key.bundleId), .text(notice.key.environment), .optional(notice.productType), .optional(notice.reason),
-            .integer(notice.requestedAt), .integer(notice.deadline),
-        ])
+            "notification_uuid": .text(notice.notificationUUID), "transaction_id": .text(notice.transactionId),
+            "product_type": .optional(notice.productType), "reason": .optional(notice.reason),
+            "requested_at": .integer(notice.requestedAt), "deadline": .integer(notice.deadline),
+        ] + LedgerStatements.key(notice.key))
     }
 
     /// The latest request about a transaction.
     static let latestRequest = Query(
         """
         SELECT notification_uuid, product_type, deadline, answered_at, bundle_id, environment FROM consumption_requests
-        WHERE transaction_id = ? ORDER BY deadline DESC LIMIT 1
+        WHERE transaction_id = :transaction_id ORDER BY deadline DESC LIMIT 1
         """
     ) { (uuid: String, productType: String?, deadline: Int64, answeredAt: Int64?, bundleId: String, environment: String) in
         StoredConsumptionRequest(
@@ -36,11 +37,11 @@ enum ConsumptionStatements {
             environment: environment)
     }
 
-    /// Records an answer; values: answered at, source, answer, notification UUID.
+    /// Records an answer.
     static let answered = Query(
         """
-        UPDATE consumption_requests SET answered_at = ?, answer_source = ?, answer = ?
-        WHERE notification_uuid = ?
+        UPDATE consumption_requests SET answered_at = :answered_at, answer_source = :answer_source, answer = :answer
+        WHERE notification_uuid = :notification_uuid
         RETURNING notification_uuid
         """
     ) { (uuid: String) in uuid }
@@ -49,18 +50,18 @@ enum ConsumptionStatements {
     /// answers.
     static let defaultAnswered = Query(
         """
-        UPDATE consumption_requests SET answered_at = ?, answer_source = ?, answer = ?
-        WHERE notification_uuid = ? AND answered_at IS NULL
+        UPDATE consumption_requests SET answered_at = :answered_at, answer_source = :answer_source, answer = :answer
+        WHERE notification_uuid = :notification_uuid AND answered_at IS NULL
         RETURNING notification_uuid
         """
     ) { (uuid: String) in uuid }
 
-    /// The requests nobody answered whose deadline is within `?` ms of `?` and not passed, of a
-    /// key a consenting customer is linked to. Values: now, now, window.
+    /// The requests nobody answered whose deadline is within `:window` ms of `:now` and not
+    /// passed, of a key a consenting customer is linked to.
     static let defaultsDue = Query(
         """
         SELECT r.notification_uuid, r.transaction_id, r.product_type, r.deadline FROM consumption_requests r
-        WHERE r.answered_at IS NULL AND r.deadline > ? AND r.deadline <= ? + ?
+        WHERE r.answered_at IS NULL AND r.deadline > :now AND r.deadline <= :now + :window
             AND EXISTS (
                 SELECT 1 FROM customer_subscriptions c JOIN consumption_consents k ON k.customer_id = c.customer_id
                 WHERE c.original_transaction_id = r.original_transaction_id AND c.bundle_id = r.bundle_id
@@ -73,7 +74,7 @@ enum ConsumptionStatements {
 
     static let setConsent = StoreStatement(
         """
-        INSERT INTO consumption_consents (customer_id, consented, updated_at) VALUES (?, ?, ?)
+        INSERT INTO consumption_consents (customer_id, consented, updated_at) VALUES (:customer_id, :consented, :updated_at)
         ON CONFLICT (customer_id) DO UPDATE SET consented = excluded.consented, updated_at = excluded.updated_at
         """)
 }

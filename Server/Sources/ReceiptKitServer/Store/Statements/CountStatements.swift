@@ -42,7 +42,8 @@ enum CountStatements {
 
     static let addToCount = StoreStatement(
         """
-        INSERT INTO subscription_counts (bundle_id, environment, status, product_id, count) VALUES (?, ?, ?, ?, ?)
+        INSERT INTO subscription_counts (bundle_id, environment, status, product_id, count)
+        VALUES (:bundle_id, :environment, :status, :product_id, :count)
         ON CONFLICT (bundle_id, environment, status, product_id) DO UPDATE SET count = subscription_counts.count + excluded.count
         """)
 
@@ -51,20 +52,21 @@ enum CountStatements {
     static func countWrites(_ deltas: [Delta: Int64]) -> [StoreWrite] {
         deltas.filter { $0.value != 0 }.sorted { $0.key < $1.key }.map { delta, change in
             StoreWrite(addToCount, [
-                .text(delta.bundleId), .text(delta.environment), .text(delta.status), .text(delta.productId), .integer(change),
+                "bundle_id": .text(delta.bundleId), "environment": .text(delta.environment), "status": .text(delta.status),
+                "product_id": .text(delta.productId), "count": .integer(change),
             ])
         }
     }
 
     static let addNotification = StoreStatement(
         """
-        INSERT INTO notification_days (day, type, count) VALUES (?, ?, 1)
+        INSERT INTO notification_days (day, type, count) VALUES (:day, :type, 1)
         ON CONFLICT (day, type) DO UPDATE SET count = notification_days.count + 1
         """)
 
     /// The write that counts a notification stored at `receivedAt` (milliseconds since 1970).
     static func notificationWrite(type: String?, receivedAt: Int64) -> StoreWrite {
-        StoreWrite(addNotification, [.integer(Self.day(of: receivedAt)), .text(type ?? "")])
+        StoreWrite(addNotification, ["day": .integer(Self.day(of: receivedAt)), "type": .text(type ?? "")])
     }
 
     /// The first millisecond of the UTC day of an instant.
@@ -100,11 +102,11 @@ enum CountStatements {
         var productId: String?
     }
 
-    /// The keys due by an instant (`next_change_at <= ?`), through the sweep's index.
+    /// The keys due by an instant (`next_change_at <= :instant`), through the sweep's index.
     static let dueKeys = Query(
         """
         SELECT original_transaction_id, bundle_id, environment, derived_status, derived_product_id FROM subscriptions
-        WHERE next_change_at <= ?
+        WHERE next_change_at <= :instant
         """
     ) { (originalTransactionId: String, bundleId: String, environment: String, status: String?, productId: String?) in
         DueKey(
@@ -112,7 +114,7 @@ enum CountStatements {
     }
 
     /// The notifications stored per day and type from a day on.
-    static let notificationDays = Query("SELECT day, type, count FROM notification_days WHERE day >= ? ORDER BY day, type") {
+    static let notificationDays = Query("SELECT day, type, count FROM notification_days WHERE day >= :first_day ORDER BY day, type") {
         (day: Int64, type: String, count: Int64) in (day: day, type: type, count: count)
     }
 }

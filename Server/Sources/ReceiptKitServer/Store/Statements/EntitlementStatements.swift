@@ -12,81 +12,85 @@ enum EntitlementStatements {
 
     /// A customer's grants, oldest first.
     static let grantsOfCustomer = Query(
-        "SELECT \(grantColumns) FROM entitlement_grants WHERE customer_id = ? ORDER BY granted_at, grant_id", row: StoredGrant.init)
+        "SELECT \(grantColumns) FROM entitlement_grants WHERE customer_id = :customer_id ORDER BY granted_at, grant_id", row: StoredGrant.init)
 
     /// One grant of a customer.
     static let grant = Query(
-        "SELECT \(grantColumns) FROM entitlement_grants WHERE customer_id = ? AND grant_id = ?", row: StoredGrant.init)
+        "SELECT \(grantColumns) FROM entitlement_grants WHERE customer_id = :customer_id AND grant_id = :grant_id", row: StoredGrant.init)
 
     static let insertGrant = StoreStatement(
         """
         INSERT INTO entitlement_grants (grant_id, customer_id, entitlement, granted_at, expires_at, reason, granted_by)
-        VALUES (?, ?, ?, ?, ?, ?, ?)
+        VALUES (:grant_id, :customer_id, :entitlement, :granted_at, :expires_at, :reason, :granted_by)
         """)
 
     /// The write that stores a new grant.
     static func grantWrite(_ grant: StoredGrant) -> StoreWrite {
         StoreWrite(insertGrant, [
-            .text(grant.id), .text(grant.customerId), .text(grant.entitlement), .integer(grant.grantedAt),
-            .optional(grant.expiresAt), .optional(grant.reason), .text(grant.grantedBy),
+            "grant_id": .text(grant.id), "customer_id": .text(grant.customerId), "entitlement": .text(grant.entitlement),
+            "granted_at": .integer(grant.grantedAt), "expires_at": .optional(grant.expiresAt), "reason": .optional(grant.reason),
+            "granted_by": .text(grant.grantedBy),
         ])
     }
 
-    /// Ends a grant not ended yet. Values: ended at, ended by, customer id, grant id.
+    /// Ends a grant not ended yet.
     static let endGrant = StoreStatement(
-        "UPDATE entitlement_grants SET ended_at = ?, ended_by = ? WHERE customer_id = ? AND grant_id = ? AND ended_at IS NULL")
+        """
+        UPDATE entitlement_grants SET ended_at = :ended_at, ended_by = :ended_by
+        WHERE customer_id = :customer_id AND grant_id = :grant_id AND ended_at IS NULL
+        """)
 
     // MARK: What the feed told
 
     /// The entitlements the feed last told a customer of, with whether each was active.
-    static let toldOfCustomer = Query("SELECT name, active FROM customer_entitlements WHERE customer_id = ?") {
+    static let toldOfCustomer = Query("SELECT name, active FROM customer_entitlements WHERE customer_id = :customer_id") {
         (name: String, active: Int64) in (name: name, active: active != 0)
     }
 
     static let upsertTold = StoreStatement(
         """
-        INSERT INTO customer_entitlements (customer_id, name, active) VALUES (?, ?, ?)
+        INSERT INTO customer_entitlements (customer_id, name, active) VALUES (:customer_id, :name, :active)
         ON CONFLICT (customer_id, name) DO UPDATE SET active = excluded.active
         """)
 
     /// The write that remembers what the feed told of one entitlement.
     static func toldWrite(customerId: String, name: String, active: Bool) -> StoreWrite {
-        StoreWrite(upsertTold, [.text(customerId), .text(name), .flag(active)])
+        StoreWrite(upsertTold, ["customer_id": .text(customerId), "name": .text(name), "active": .flag(active)])
     }
 
     // MARK: The sweep
 
     static let upsertCheck = StoreStatement(
         """
-        INSERT INTO entitlement_checks (customer_id, next_change_at) VALUES (?, ?)
+        INSERT INTO entitlement_checks (customer_id, next_change_at) VALUES (:customer_id, :next_change_at)
         ON CONFLICT (customer_id) DO UPDATE SET next_change_at = excluded.next_change_at
         """)
 
-    static let deleteCheck = StoreStatement("DELETE FROM entitlement_checks WHERE customer_id = ?")
+    static let deleteCheck = StoreStatement("DELETE FROM entitlement_checks WHERE customer_id = :customer_id")
 
     /// The write that schedules a customer's next look, or forgets it (`nil`: only an input or a
     /// grant can change the customer's entitlements).
     static func checkWrite(customerId: String, at instant: Int64?) -> StoreWrite {
-        guard let instant else { return StoreWrite(deleteCheck, [.text(customerId)]) }
-        return StoreWrite(upsertCheck, [.text(customerId), .integer(instant)])
+        guard let instant else { return StoreWrite(deleteCheck, ["customer_id": .text(customerId)]) }
+        return StoreWrite(upsertCheck, ["customer_id": .text(customerId), "next_change_at": .integer(instant)])
     }
 
     /// Customers whose entitlements may have changed by now, soonest first.
     static let dueCustomers = Query(
-        "SELECT customer_id FROM entitlement_checks WHERE next_change_at <= ? ORDER BY next_change_at LIMIT ?"
+        "SELECT customer_id FROM entitlement_checks WHERE next_change_at <= :now ORDER BY next_change_at LIMIT :limit"
     ) { (customerId: String) in customerId }
 
     /// A due customer's `next_change_at`, if it is still due; on PostgreSQL the row is locked for
     /// the rest of the transaction, or not read when another transaction holds it.
     static let claimDueCustomer = Query { dialect in
-        "SELECT next_change_at FROM entitlement_checks WHERE customer_id = ? AND next_change_at <= ?\(dialect.forUpdateSkipLocked)"
+        "SELECT next_change_at FROM entitlement_checks WHERE customer_id = :customer_id AND next_change_at <= :now\(dialect.forUpdateSkipLocked)"
     } row: { (nextChangeAt: Int64) in nextChangeAt }
 
     // MARK: Keys
 
     /// What a customer's named entitlements are derived from, in one statement (one snapshot, one
     /// round trip): each key linked to the customer with the product its state was last derived
-    /// with, and each of its grants. Values: customer id, customer id.
+    /// with, and each of its grants.
     static let sourcesOfCustomer = Query(
         """
         SELECT 0, c.original_transaction_id, c.bundle_id, c.environment, s.derived_product_id,
@@ -94,10 +98,10 @@ enum EntitlementStatements {
         FROM customer_subscriptions c
         LEFT JOIN subscriptions s ON s.original_transaction_id = c.original_transaction_id AND s.bundle_id = c.bundle_id
             AND s.environment = c.environment
-        WHERE c.customer_id = ?
+        WHERE c.customer_id = :customer_id
         UNION ALL
         SELECT 1, grant_id, entitlement, granted_by, reason, granted_at, expires_at, customer_id, ended_at, ended_by
-        FROM entitlement_grants WHERE customer_id = ?
+        FROM entitlement_grants WHERE customer_id = :customer_id
         """
     ) {
         (part: Int64, a: String, b: String, c: String, d: String?, e: Int64?, f: Int64?, g: String?, h: Int64?, i: String?) throws
@@ -129,16 +133,16 @@ enum EntitlementStatements {
 
     /// One key of a product, to learn the product's type from its state.
     static let keyOfProduct = Query(
-        "SELECT original_transaction_id, bundle_id, environment FROM subscriptions WHERE derived_product_id = ? LIMIT 1",
+        "SELECT original_transaction_id, bundle_id, environment FROM subscriptions WHERE derived_product_id = :derived_product_id LIMIT 1",
         row: LedgerStatements.subscriptionKey)
 
     // MARK: Erasure
 
     /// What erasing a customer deletes of named entitlements.
     static let erasures = [
-        StoreStatement("DELETE FROM entitlement_grants WHERE customer_id = ?"),
-        StoreStatement("DELETE FROM customer_entitlements WHERE customer_id = ?"),
-        StoreStatement("DELETE FROM entitlement_checks WHERE customer_id = ?"),
+        StoreStatement("DELETE FROM entitlement_grants WHERE customer_id = :customer_id"),
+        StoreStatement("DELETE FROM customer_entitlements WHERE customer_id = :customer_id"),
+        StoreStatement("DELETE FROM entitlement_checks WHERE customer_id = :customer_id"),
     ]
 }
 

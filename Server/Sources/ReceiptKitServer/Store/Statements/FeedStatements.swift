@@ -36,40 +36,45 @@ enum FeedStatements {
 
     static let updateDerived = StoreStatement(
         """
-        UPDATE subscriptions SET derived_status = ?, derived_product_id = ?, derived_transaction_id = ?,
-            derived_expires_at = ?, derived_will_renew = ?, derived_subscription = ?, derived_family_shared = ?,
-            next_change_at = ?, derived_at = ?
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?
+        UPDATE subscriptions SET derived_status = :derived_status, derived_product_id = :derived_product_id,
+            derived_transaction_id = :derived_transaction_id, derived_expires_at = :derived_expires_at,
+            derived_will_renew = :derived_will_renew, derived_subscription = :derived_subscription,
+            derived_family_shared = :derived_family_shared, next_change_at = :next_change_at, derived_at = :derived_at
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
         """)
 
     /// The write that stores what the feed derived for a key at `instant`.
     static func derivedWrite(_ key: SubscriptionKey, _ derived: DerivedRecord, at instant: Int64) -> StoreWrite {
         let state = derived.state
         return StoreWrite(updateDerived, [
-            .optional(state?.status.rawValue), .optional(state?.productId), .optional(state?.transactionId),
-            .optional(state?.expiresAt), .optional(state?.willRenew), .optional(state?.isSubscription),
-            .optional(state?.isFamilyShared), .optional(derived.nextChangeAt), .integer(instant),
+            "derived_status": .optional(state?.status.rawValue), "derived_product_id": .optional(state?.productId),
+            "derived_transaction_id": .optional(state?.transactionId), "derived_expires_at": .optional(state?.expiresAt),
+            "derived_will_renew": .optional(state?.willRenew), "derived_subscription": .optional(state?.isSubscription),
+            "derived_family_shared": .optional(state?.isFamilyShared), "next_change_at": .optional(derived.nextChangeAt),
+            "derived_at": .integer(instant),
         ] + LedgerStatements.key(key))
     }
 
-    /// Draws `?` ids: answers the last one. Its row lock is held until the transaction commits
+    /// Draws `:count` ids: answers the last one. Its row lock is held until the transaction commits
     /// (see ``FeedStatements``).
-    static let drawIds = Query("UPDATE feed_counter SET last_id = last_id + ? WHERE id = 1 RETURNING last_id") {
+    static let drawIds = Query("UPDATE feed_counter SET last_id = last_id + :count WHERE id = 1 RETURNING last_id") {
         (lastId: Int64) in lastId
     }
 
     static let insertEvent = StoreStatement(
         """
         INSERT INTO change_events (id, type, occurred_at, recorded_at, original_transaction_id, bundle_id, environment, payload)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        VALUES (:id, :type, :occurred_at, :recorded_at, :original_transaction_id, :bundle_id, :environment, :payload)
         """)
 
     /// One customer's event (a named entitlement's change): its customer kept beside it, so that
     /// the customer's feed has it and no other customer of its purchase does.
     static let insertCustomerEvent = StoreStatement(
         """
-        INSERT INTO change_events (id, type, occurred_at, recorded_at, original_transaction_id, bundle_id, environment, payload, customer_id)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO change_events (id, type, occurred_at, recorded_at, original_transaction_id, bundle_id, environment, payload,
+            customer_id)
+        VALUES (:id, :type, :occurred_at, :recorded_at, :original_transaction_id, :bundle_id, :environment, :payload,
+            :customer_id)
         """)
 
     /// The write of one event of a key, its JSON rendered.
@@ -77,46 +82,48 @@ enum FeedStatements {
         type: EventType, key: SubscriptionKey, occurredAt: Timestamp, id: Int64, json: String, recordedAt: Int64
     ) -> StoreWrite {
         StoreWrite(insertEvent, [
-            .integer(id), .text(type.rawValue), .integer(occurredAt.millisecondsSince1970), .integer(recordedAt),
-        ] + LedgerStatements.key(key) + [.text(json)])
+            "id": .integer(id), "type": .text(type.rawValue), "occurred_at": .integer(occurredAt.millisecondsSince1970),
+            "recorded_at": .integer(recordedAt), "payload": .text(json),
+        ] + LedgerStatements.key(key))
     }
 
     // MARK: Reading the feed
 
     /// The events after an id, oldest first.
-    static let eventsAfter = Query("SELECT id, payload FROM change_events WHERE id > ? ORDER BY id LIMIT ?") {
+    static let eventsAfter = Query("SELECT id, payload FROM change_events WHERE id > :after ORDER BY id LIMIT :limit") {
         (id: Int64, payload: String) in StoredFeedEvent(id: id, json: payload)
     }
 
-    /// The events of an app, of an environment, or of both, after an id, oldest first. Values:
-    /// after, bundle id, bundle id, environment, environment, limit (a `NULL` pair selects all).
+    /// The events of an app, of an environment, or of both, after an id, oldest first (a `NULL`
+    /// bundle id or environment selects all).
     static let selectedEventsAfter = Query(
         """
         SELECT id, payload FROM change_events
-        WHERE id > ? AND (CAST(? AS TEXT) IS NULL OR bundle_id = ?) AND (CAST(? AS TEXT) IS NULL OR environment = ?)
-        ORDER BY id LIMIT ?
+        WHERE id > :after AND (CAST(:bundle_id AS TEXT) IS NULL OR bundle_id = :bundle_id)
+            AND (CAST(:environment AS TEXT) IS NULL OR environment = :environment)
+        ORDER BY id LIMIT :limit
         """
     ) { (id: Int64, payload: String) in StoredFeedEvent(id: id, json: payload) }
 
     /// A customer's events after an id, oldest first: those of every key linked to the customer
     /// (of the app and environment selected) and the customer's own (a named entitlement's
     /// change, ``insertCustomerEvent``; of a purchase in the app and environment selected, or of a
-    /// grant when none is). Values: customer id, bundle id, bundle id, environment, environment,
-    /// after, customer id, bundle id, bundle id, environment, environment, after, limit.
+    /// grant when none is).
     static let customerEventsAfter = Query(
         """
         SELECT id, payload FROM (
             SELECT e.id, e.payload FROM customer_subscriptions c
             JOIN change_events e ON e.original_transaction_id = c.original_transaction_id AND e.bundle_id = c.bundle_id
                 AND e.environment = c.environment
-            WHERE c.customer_id = ? AND (CAST(? AS TEXT) IS NULL OR c.bundle_id = ?) AND (CAST(? AS TEXT) IS NULL OR c.environment = ?)
-                AND e.id > ? AND e.customer_id IS NULL
+            WHERE c.customer_id = :customer_id AND (CAST(:bundle_id AS TEXT) IS NULL OR c.bundle_id = :bundle_id)
+                AND (CAST(:environment AS TEXT) IS NULL OR c.environment = :environment) AND e.id > :after
+                    AND e.customer_id IS NULL
             UNION ALL
             SELECT e.id, e.payload FROM change_events e
-            WHERE e.customer_id = ? AND (CAST(? AS TEXT) IS NULL OR e.bundle_id = ?) AND (CAST(? AS TEXT) IS NULL OR e.environment = ?)
-                AND e.id > ?
+            WHERE e.customer_id = :customer_id AND (CAST(:bundle_id AS TEXT) IS NULL OR e.bundle_id = :bundle_id)
+                AND (CAST(:environment AS TEXT) IS NULL OR e.environment = :environment) AND e.id > :after
         ) events
-        ORDER BY id LIMIT ?
+        ORDER BY id LIMIT :limit
         """
     ) { (id: Int64, payload: String) in StoredFeedEvent(id: id, json: payload) }
 
@@ -126,7 +133,7 @@ enum FeedStatements {
     static let dueKeys = Query(
         """
         SELECT original_transaction_id, bundle_id, environment FROM subscriptions
-        WHERE next_change_at <= ? ORDER BY next_change_at LIMIT ?
+        WHERE next_change_at <= :now ORDER BY next_change_at LIMIT :limit
         """, row: LedgerStatements.subscriptionKey)
 
     /// A due key's `next_change_at`, if it is still due (another server, or an input, may have
@@ -136,7 +143,8 @@ enum FeedStatements {
     static let claimDueKey = Query { dialect in
         """
         SELECT next_change_at FROM subscriptions
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND next_change_at <= ?\(dialect.forUpdateSkipLocked)
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND next_change_at <= :now\(dialect.forUpdateSkipLocked)
         """
     } row: { (nextChangeAt: Int64) in nextChangeAt }
 

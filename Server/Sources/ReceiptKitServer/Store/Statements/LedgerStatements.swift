@@ -12,27 +12,30 @@ enum LedgerStatements {
     /// state is then evaluated from every copy known at its instant instead.
     static let candidateLimit = 2
 
-    /// The values that find a key's rows.
-    static func key(_ key: SubscriptionKey) -> [StoreValue] {
-        [.text(key.originalTransactionId), .text(key.bundleId), .text(key.environment)]
+    /// The bindings that find a key's rows: `:original_transaction_id`, `:bundle_id`,
+    /// `:environment`.
+    static func key(_ key: SubscriptionKey) -> Bindings {
+        ["original_transaction_id": .text(key.originalTransactionId), "bundle_id": .text(key.bundleId), "environment": .text(key.environment)]
     }
 
-    /// The values that find a key's renewal info rows (renewal infos carry no bundle id).
-    static func renewalKey(_ key: SubscriptionKey) -> [StoreValue] {
-        [.text(key.originalTransactionId), .text(key.environment)]
+    /// The bindings that find a key's renewal info rows (renewal infos carry no bundle id):
+    /// `:original_transaction_id`, `:environment`.
+    static func renewalKey(_ key: SubscriptionKey) -> Bindings {
+        ["original_transaction_id": .text(key.originalTransactionId), "environment": .text(key.environment)]
     }
 
-    /// The values that find a renewal info copy's rows.
-    static func renewalKey(of copy: LedgerCopy) -> [StoreValue] {
-        [.text(copy.originalTransactionId), .text(copy.environment)]
+    /// The bindings that find a renewal info copy's rows (as ``renewalKey(_:)``).
+    static func renewalKey(of copy: LedgerCopy) -> Bindings {
+        ["original_transaction_id": .text(copy.originalTransactionId), "environment": .text(copy.environment)]
     }
 
-    /// The values that find the stored copies of a copy's transaction, and with its signed date
-    /// the one signed then; `nil` for a copy without a key or transaction id.
-    static func transaction(of copy: LedgerCopy, signedToo: Bool = false) -> [StoreValue]? {
+    /// The bindings that find the stored copies of a copy's transaction (the key and
+    /// `:transaction_id`), and with its signed date (`:known_from`) the one signed then; `nil` for
+    /// a copy without a key or transaction id.
+    static func transaction(of copy: LedgerCopy, signedToo: Bool = false) -> Bindings? {
         guard let key = copy.key, let id = copy.transactionId else { return nil }
-        let values = self.key(key) + [.text(id)]
-        return signedToo ? values + [.integer(copy.knownFrom.millisecondsSince1970)] : values
+        let bindings = self.key(key) + ["transaction_id": .text(id)]
+        return signedToo ? bindings + ["known_from": .integer(copy.knownFrom.millisecondsSince1970)] : bindings
     }
 
     /// A date column's value: milliseconds, or `Int64.min` for none, so that none sorts first.
@@ -62,7 +65,8 @@ enum LedgerStatements {
     static let latestTransactionCopy = Query(
         """
         SELECT known_from, copy FROM transaction_copies
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ?
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND transaction_id = :transaction_id
         ORDER BY known_from DESC LIMIT 1
         """
     ) { (knownFrom: Int64, copy: StoredJSON) in (knownFrom: knownFrom, json: copy) }
@@ -71,7 +75,8 @@ enum LedgerStatements {
     static let lastTwoTransactionCopies = Query(
         """
         SELECT known_from, copy FROM transaction_copies
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ?
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND transaction_id = :transaction_id
         ORDER BY known_from DESC LIMIT 2
         """
     ) { (knownFrom: Int64, copy: StoredJSON) in (knownFrom: knownFrom, json: copy) }
@@ -80,7 +85,8 @@ enum LedgerStatements {
     static let transactionCopy = Query(
         """
         SELECT copy FROM transaction_copies
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND transaction_id = :transaction_id AND known_from = :known_from
         """
     ) { (copy: StoredJSON) in copy }
 
@@ -89,26 +95,31 @@ enum LedgerStatements {
         INSERT INTO transaction_copies
             (original_transaction_id, bundle_id, environment, transaction_id, known_from, is_latest, is_upgraded,
              purchase_date, expires_date, copy)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        VALUES (:original_transaction_id, :bundle_id, :environment, :transaction_id, :known_from, :is_latest, :is_upgraded,
+            :purchase_date, :expires_date, :copy)
         """)
 
     static let replaceTransactionCopy = StoreStatement(
         """
-        UPDATE transaction_copies SET is_upgraded = ?, purchase_date = ?, expires_date = ?, copy = ?
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
+        UPDATE transaction_copies SET is_upgraded = :is_upgraded, purchase_date = :purchase_date, expires_date = :expires_date,
+            copy = :copy
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND transaction_id = :transaction_id AND known_from = :known_from
         """)
 
     static let demoteTransactionCopy = StoreStatement(
         """
         UPDATE transaction_copies SET is_latest = 0
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND transaction_id = :transaction_id AND known_from = :known_from
         """)
 
     /// Moves the last signing of a run of repeats to a later one (its JSON carries the date).
     static let redateTransactionCopy = StoreStatement(
         """
-        UPDATE transaction_copies SET known_from = ?, copy = ?
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND transaction_id = ? AND known_from = ?
+        UPDATE transaction_copies SET known_from = :new_known_from, copy = :copy
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND transaction_id = :transaction_id AND known_from = :known_from
         """)
 
     // MARK: Renewal info copies
@@ -116,32 +127,36 @@ enum LedgerStatements {
     /// The stored copy of a renewal info signed at an instant.
     static let renewalInfoCopy = Query(
         """
-        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from = ?
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = :original_transaction_id
+            AND environment = :environment AND known_from = :known_from
         """
     ) { (copy: StoredJSON) in copy }
 
     /// The stored copies of a subscription's renewal info signed last, at most two, latest first.
     static let lastTwoRenewalInfoCopies = Query(
         """
-        SELECT known_from, copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ?
+        SELECT known_from, copy FROM renewal_info_copies WHERE original_transaction_id = :original_transaction_id
+            AND environment = :environment
         ORDER BY known_from DESC LIMIT 2
         """
     ) { (knownFrom: Int64, copy: StoredJSON) in (knownFrom: knownFrom, json: copy) }
 
     static let insertRenewalInfoCopy = StoreStatement(
         """
-        INSERT INTO renewal_info_copies (original_transaction_id, environment, known_from, copy) VALUES (?, ?, ?, ?)
+        INSERT INTO renewal_info_copies (original_transaction_id, environment, known_from, copy)
+            VALUES (:original_transaction_id, :environment, :known_from, :copy)
         """)
 
     static let replaceRenewalInfoCopy = StoreStatement(
         """
-        UPDATE renewal_info_copies SET copy = ? WHERE original_transaction_id = ? AND environment = ? AND known_from = ?
+        UPDATE renewal_info_copies SET copy = :copy WHERE original_transaction_id = :original_transaction_id
+            AND environment = :environment AND known_from = :known_from
         """)
 
     static let redateRenewalInfoCopy = StoreStatement(
         """
-        UPDATE renewal_info_copies SET known_from = ?, copy = ?
-        WHERE original_transaction_id = ? AND environment = ? AND known_from = ?
+        UPDATE renewal_info_copies SET known_from = :new_known_from, copy = :copy
+        WHERE original_transaction_id = :original_transaction_id AND environment = :environment AND known_from = :known_from
         """)
 
     // MARK: Keys
@@ -151,7 +166,8 @@ enum LedgerStatements {
     /// whether or not its `WHERE` holds (PostgreSQL's INSERT reference), and this one never holds.
     static let ensureSubscription = StoreStatement(
         """
-        INSERT INTO subscriptions (original_transaction_id, bundle_id, environment, updated_at) VALUES (?, ?, ?, ?)
+        INSERT INTO subscriptions (original_transaction_id, bundle_id, environment, updated_at)
+        VALUES (:original_transaction_id, :bundle_id, :environment, :updated_at)
         ON CONFLICT (original_transaction_id, bundle_id, environment) DO UPDATE SET updated_at = subscriptions.updated_at
         WHERE 1 = 0
         """)
@@ -160,7 +176,8 @@ enum LedgerStatements {
     /// its steps run this only where ``SQLDialect/locksRows``).
     static let lockSubscription = Query { dialect in
         """
-        SELECT 1 FROM subscriptions WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?\(dialect.forUpdate)
+        SELECT 1 FROM subscriptions WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id
+            AND environment = :environment\(dialect.forUpdate)
         """
     } row: { (_: Int64) in () }
 
@@ -169,8 +186,9 @@ enum LedgerStatements {
     /// ``ensureSubscription`` does.
     static let advanceSubscription = StoreStatement(
         """
-        INSERT INTO subscriptions (original_transaction_id, bundle_id, environment, updated_at, last_known_from, last_known_transaction_id)
-        VALUES (?, ?, ?, ?, ?, ?)
+        INSERT INTO subscriptions (original_transaction_id, bundle_id, environment, updated_at, last_known_from,
+            last_known_transaction_id)
+        VALUES (:original_transaction_id, :bundle_id, :environment, :updated_at, :last_known_from, :last_known_transaction_id)
         ON CONFLICT (original_transaction_id, bundle_id, environment) DO UPDATE SET
             updated_at = excluded.updated_at, last_known_from = excluded.last_known_from,
             last_known_transaction_id = excluded.last_known_transaction_id
@@ -182,12 +200,17 @@ enum LedgerStatements {
     /// PostgreSQL) it is locked until the commit — so that recording, writing its keys in key
     /// order, takes their locks in key order and needs no `SELECT … FOR UPDATE` of its own.
     static func subscriptionWrites(_ key: SubscriptionKey, copies: [LedgerCopy], receivedAt: Int64) -> [StoreWrite] {
-        let keyValues = self.key(key)
+        let keyBindings = self.key(key)
         let last = copies.filter { $0.key == key }.max { ($0.knownFrom, $0.transactionId ?? "") < ($1.knownFrom, $1.transactionId ?? "") }
         guard let last, let id = last.transactionId else {
-            return [StoreWrite(ensureSubscription, keyValues + [.integer(receivedAt)])]
+            return [StoreWrite(ensureSubscription, keyBindings + ["updated_at": .integer(receivedAt)])]
         }
-        return [StoreWrite(advanceSubscription, keyValues + [.integer(receivedAt), .integer(last.knownFrom.millisecondsSince1970), .text(id)])]
+        return [
+            StoreWrite(advanceSubscription, keyBindings + [
+                "updated_at": .integer(receivedAt), "last_known_from": .integer(last.knownFrom.millisecondsSince1970),
+                "last_known_transaction_id": .text(id),
+            ])
+        ]
     }
 
     /// A key of a row whose first three columns are its original transaction id, bundle id and
@@ -199,25 +222,27 @@ enum LedgerStatements {
     /// The keys linked to a customer.
     static let keysOfCustomer = Query(
         """
-        SELECT original_transaction_id, bundle_id, environment FROM customer_subscriptions WHERE customer_id = ?
+        SELECT original_transaction_id, bundle_id, environment FROM customer_subscriptions WHERE customer_id = :customer_id
         """, row: subscriptionKey)
 
     /// The keys of an original transaction id.
     static let keysOfOriginalTransactionId = Query(
         """
-        SELECT original_transaction_id, bundle_id, environment FROM subscriptions WHERE original_transaction_id = ?
+        SELECT original_transaction_id, bundle_id, environment FROM subscriptions
+            WHERE original_transaction_id = :original_transaction_id
         """, row: subscriptionKey)
 
     static let insertLink = StoreStatement(
         """
         INSERT INTO customer_subscriptions (customer_id, original_transaction_id, bundle_id, environment, linked_at)
-        VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+        VALUES (:customer_id, :original_transaction_id, :bundle_id, :environment, :linked_at) ON CONFLICT DO NOTHING
         """)
 
     /// The customers linked to a key.
     static let customersOfKey = Query(
         """
-        SELECT customer_id FROM customer_subscriptions WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?
+        SELECT customer_id FROM customer_subscriptions WHERE original_transaction_id = :original_transaction_id
+            AND bundle_id = :bundle_id AND environment = :environment
         """
     ) { (customerId: String) in customerId }
 
@@ -226,20 +251,22 @@ enum LedgerStatements {
     /// A key's state now, in one statement (one snapshot, one round trip): its row (``KeyHead``),
     /// the top-ranked latest copies of its transactions (``candidateLimit`` of them: rule 2 picks
     /// among them, its last tie-break, the transaction id, being ReceiptKit's), the transaction
-    /// copy signed last and the renewal info signed last. Values: the key three times, then its
-    /// renewal key (``renewalKey(_:)``).
+    /// copy signed last and the renewal info signed last. Bound: the key (``key(_:)``), whose
+    /// original transaction id and environment find its renewal infos too.
     static let current = Query(
         """
         SELECT CAST(0 AS BIGINT), s.last_known_from, s.last_known_transaction_id, NULL,
             (SELECT MAX(r.known_from) FROM renewal_info_copies r
              WHERE r.original_transaction_id = s.original_transaction_id AND r.environment = s.environment),
             \(FeedStatements.derivedColumns.map { "s." + $0 }.joined(separator: ", "))
-        FROM subscriptions s WHERE s.original_transaction_id = ? AND s.bundle_id = ? AND s.environment = ?
+        FROM subscriptions s WHERE s.original_transaction_id = :original_transaction_id AND s.bundle_id = :bundle_id
+            AND s.environment = :environment
         UNION ALL
         SELECT CAST(1 AS BIGINT), c.known_from, c.transaction_id, c.copy, \(nulls)
         FROM (
             SELECT known_from, transaction_id, copy FROM transaction_copies
-            WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND is_latest = 1
+            WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id
+                AND environment = :environment AND is_latest = 1
             ORDER BY \(rankOrder) LIMIT \(candidateLimit)
         ) c
         UNION ALL
@@ -248,11 +275,11 @@ enum LedgerStatements {
             ON t.original_transaction_id = s.original_transaction_id AND t.bundle_id = s.bundle_id
             AND t.environment = s.environment AND t.transaction_id = s.last_known_transaction_id
             AND t.known_from = s.last_known_from
-        WHERE s.original_transaction_id = ? AND s.bundle_id = ? AND s.environment = ?
+        WHERE s.original_transaction_id = :original_transaction_id AND s.bundle_id = :bundle_id AND s.environment = :environment
         UNION ALL
         SELECT CAST(3 AS BIGINT), r.known_from, NULL, r.copy, \(nulls)
         FROM renewal_info_copies r
-        WHERE r.original_transaction_id = ? AND r.environment = ? AND r.known_from = (
+        WHERE r.original_transaction_id = :original_transaction_id AND r.environment = :environment AND r.known_from = (
             SELECT MAX(m.known_from) FROM renewal_info_copies m
             WHERE m.original_transaction_id = r.original_transaction_id AND m.environment = r.environment)
         """
@@ -309,10 +336,13 @@ enum LedgerStatements {
     /// candidates read (``Evaluation``).
     static let rankOrder = "is_upgraded, purchase_date DESC, expires_date DESC"
 
-    /// A copy's rank columns, in ``insertTransactionCopy``'s order.
-    static func rankValues(_ copy: LedgerCopy) -> [StoreValue] {
+    /// A copy's rank columns: `:is_upgraded`, `:purchase_date`, `:expires_date`.
+    static func rankBindings(_ copy: LedgerCopy) -> Bindings {
         let rank = copy.rank
-        return [.flag(rank?.isUpgraded ?? false), .integer(instant(rank?.purchaseDate)), .integer(instant(rank?.expiresDate))]
+        return [
+            "is_upgraded": .flag(rank?.isUpgraded ?? false), "purchase_date": .integer(instant(rank?.purchaseDate)),
+            "expires_date": .integer(instant(rank?.expiresDate)),
+        ]
     }
 
     /// ``current``'s candidates among the copies known at an instant: of each transaction, the copy signed
@@ -320,10 +350,11 @@ enum LedgerStatements {
     static let candidatesKnownAt = Query(
         """
         SELECT c.copy, c.transaction_id, c.known_from FROM transaction_copies c
-        WHERE c.original_transaction_id = ? AND c.bundle_id = ? AND c.environment = ? AND c.known_from = (
+        WHERE c.original_transaction_id = :original_transaction_id AND c.bundle_id = :bundle_id
+            AND c.environment = :environment AND c.known_from = (
             SELECT MAX(d.known_from) FROM transaction_copies d
             WHERE d.original_transaction_id = c.original_transaction_id AND d.bundle_id = c.bundle_id
-                AND d.environment = c.environment AND d.transaction_id = c.transaction_id AND d.known_from <= ?)
+                AND d.environment = c.environment AND d.transaction_id = c.transaction_id AND d.known_from <= :at)
         ORDER BY \(rankOrder) LIMIT \(candidateLimit)
         """, row: candidateRow)
 
@@ -335,7 +366,8 @@ enum LedgerStatements {
     static let lastTransactionCopyKnownAt = Query(
         """
         SELECT known_from, transaction_id, copy FROM transaction_copies
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND known_from <= ?
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND known_from <= :at
         ORDER BY known_from DESC, transaction_id DESC LIMIT 1
         """
     ) { (knownFrom: Int64, transactionId: String, copy: StoredJSON) in (knownFrom: knownFrom, transactionId: transactionId, json: copy) }
@@ -343,7 +375,8 @@ enum LedgerStatements {
     /// The key's renewal info signed last by an instant.
     static let lastRenewalInfoKnownAt = Query(
         """
-        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from <= ?
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = :original_transaction_id
+            AND environment = :environment AND known_from <= :at
         ORDER BY known_from DESC LIMIT 1
         """
     ) { (copy: StoredJSON) in copy }
@@ -352,14 +385,16 @@ enum LedgerStatements {
     static let transactionCopiesKnownAt = Query(
         """
         SELECT copy FROM transaction_copies
-        WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ? AND known_from <= ?
+        WHERE original_transaction_id = :original_transaction_id AND bundle_id = :bundle_id AND environment = :environment
+            AND known_from <= :at
         """
     ) { (copy: StoredJSON) in copy }
 
     /// Every copy of the key's renewal info known at an instant.
     static let renewalInfoCopiesKnownAt = Query(
         """
-        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = ? AND environment = ? AND known_from <= ?
+        SELECT copy FROM renewal_info_copies WHERE original_transaction_id = :original_transaction_id
+            AND environment = :environment AND known_from <= :at
         """
     ) { (copy: StoredJSON) in copy }
 }

@@ -25,83 +25,88 @@ enum OutboxStatements {
             lastStatus: lastStatus.map { Int($0) }, lastError: lastError, deliveredAt: deliveredAt, body: body)
     }
 
-    static let insert = StoreStatement(
-        """
+    /// ``insert``'s SQL.
+    private static let insertSQL = """
         INSERT INTO outbox (kind, target, ordering_key, event_id, body, state, attempts, created_at, next_attempt_at,
             give_up_at, lease_until)
-        VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, 0)
-        """)
+        VALUES (:kind, :target, :ordering_key, :event_id, :body, 'pending', 0, :created_at, :created_at, :give_up_at, 0)
+        """
+
+    static let insert = StoreStatement(insertSQL)
 
     /// ``insert``, answering the row.
-    static let insertReturning = Query(insert.sqlite + " RETURNING \(columns)", row: delivery)
+    static let insertReturning = Query(insertSQL + " RETURNING \(columns)", row: delivery)
 
-    /// The values of ``insert`` for a row.
-    static func values(_ row: OutboxRow) -> [StoreValue] {
+    /// The bindings of ``insert`` for a row: first tried when written.
+    static func bindings(_ row: OutboxRow) -> Bindings {
         [
-            .text(row.kind.rawValue), .text(row.target), .text(row.orderingKey), .optional(row.eventId), .bytes(row.body),
-            .integer(row.createdAt), .integer(row.createdAt), .integer(row.giveUpAt),
+            "kind": .text(row.kind.rawValue), "target": .text(row.target), "ordering_key": .text(row.orderingKey),
+            "event_id": .optional(row.eventId), "body": .bytes(row.body), "created_at": .integer(row.createdAt),
+            "give_up_at": .integer(row.giveUpAt),
         ]
     }
 
     /// The write of a row.
     static func write(_ row: OutboxRow) -> StoreWrite {
-        StoreWrite(insert, values(row))
+        StoreWrite(insert, bindings(row))
     }
 
     /// Whether any row is due: read before claiming, so that an idle outbox costs a read, not a
-    /// write, per poll. Values: now, now.
-    static let anyDue = Query("SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= ? AND lease_until <= ? LIMIT 1") {
+    /// write, per poll.
+    static let anyDue = Query("SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= :now AND lease_until <= :now LIMIT 1") {
         (id: Int64) in id
     }
 
-    /// Claims up to `?` rows due by `?` whose lease has run out and that no earlier pending row of
-    /// their receiver and key holds back: sets the lease (owner, until) and answers them.
-    /// Values: owner, lease until, now, now, limit.
+    /// Claims up to `:limit` rows due by `:now` whose lease has run out and that no earlier pending
+    /// row of their receiver and key holds back: sets the lease (`:owner`, `:lease_until`) and
+    /// answers them.
     static let claim = Query({ dialect in
         """
-        UPDATE outbox SET lease_owner = ?, lease_until = ?
+        UPDATE outbox SET lease_owner = :owner, lease_until = :lease_until
         WHERE id IN (
             SELECT o.id FROM outbox o
-            WHERE o.state = 'pending' AND o.next_attempt_at <= ? AND o.lease_until <= ?
+            WHERE o.state = 'pending' AND o.next_attempt_at <= :now AND o.lease_until <= :now
                 AND NOT EXISTS (
                     SELECT 1 FROM outbox p
                     WHERE p.state = 'pending' AND p.target = o.target AND p.ordering_key = o.ordering_key AND p.id < o.id)
-            ORDER BY o.id LIMIT ?\(dialect.forUpdateSkipLocked)
+            ORDER BY o.id LIMIT :limit\(dialect.forUpdateSkipLocked)
         )
         RETURNING \(columns)
         """
     }, row: delivery)
 
-    /// Records an attempt's outcome if `?` still holds the lease. Values: state, next attempt,
-    /// attempted at, status, error, delivered at, id, owner.
+    /// Records an attempt's outcome if `:owner` still holds the lease.
     static let finish = Query(
         """
-        UPDATE outbox SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_attempt_at = ?, last_status = ?,
-            last_error = ?, delivered_at = ?, lease_owner = NULL, lease_until = 0
-        WHERE id = ? AND lease_owner = ?
+        UPDATE outbox SET state = :state, attempts = attempts + 1, next_attempt_at = :next_attempt_at,
+            last_attempt_at = :last_attempt_at, last_status = :last_status,
+            last_error = :last_error, delivered_at = :delivered_at, lease_owner = NULL, lease_until = 0
+        WHERE id = :id AND lease_owner = :owner
         RETURNING id
         """
     ) { (id: Int64) in id }
 
-    /// The values of ``finish``.
-    static func finishValues(_ id: Int64, owner: String, outcome: DeliveryOutcome) -> [StoreValue] {
+    /// The bindings of ``finish``.
+    static func finishBindings(_ id: Int64, owner: String, outcome: DeliveryOutcome) -> Bindings {
         [
-            .text(outcome.state.rawValue), .integer(outcome.nextAttemptAt), .integer(outcome.attemptedAt),
-            .optional(outcome.status.map { Int64($0) }), .optional(outcome.error),
-            .optional(outcome.state == .delivered ? outcome.attemptedAt : nil), .integer(id), .text(owner),
+            "state": .text(outcome.state.rawValue), "next_attempt_at": .integer(outcome.nextAttemptAt),
+            "last_attempt_at": .integer(outcome.attemptedAt), "last_status": .optional(outcome.status.map { Int64($0) }),
+            "last_error": .optional(outcome.error), "delivered_at": .optional(outcome.state == .delivered ? outcome.attemptedAt : nil),
+            "id": .integer(id), "owner": .text(owner),
         ]
     }
 
     /// The deliveries in a state after an id, oldest first.
-    static let list = Query("SELECT \(columns) FROM outbox WHERE state = ? AND id > ? ORDER BY id LIMIT ?", row: delivery)
+    static let list = Query("SELECT \(columns) FROM outbox WHERE state = :state AND id > :after ORDER BY id LIMIT :limit", row: delivery)
 
-    static let byId = Query("SELECT \(columns) FROM outbox WHERE id = ?", row: delivery)
+    static let byId = Query("SELECT \(columns) FROM outbox WHERE id = :id", row: delivery)
 
-    /// Sends a row that is not pending again, from `?` until `?`.
+    /// Sends a row that is not pending again, from `:next_attempt_at` until `:give_up_at`.
     static let retry = Query(
         """
-        UPDATE outbox SET state = 'pending', next_attempt_at = ?, give_up_at = ?, lease_owner = NULL, lease_until = 0
-        WHERE id = ? AND state <> 'pending'
+        UPDATE outbox SET state = 'pending', next_attempt_at = :next_attempt_at, give_up_at = :give_up_at, lease_owner = NULL,
+            lease_until = 0
+        WHERE id = :id AND state <> 'pending'
         RETURNING \(columns)
         """, row: delivery)
 
@@ -112,15 +117,15 @@ enum OutboxStatements {
         Delivery.Kind(rawValue: kind).map { OutboxBacklog(kind: $0, target: target, pending: Int(pending), oldestCreatedAt: oldest) }
     }
 
-    /// How many rows are in a state, counting up to `?` at most.
-    static let countInState = Query("SELECT COUNT(*) FROM (SELECT 1 FROM outbox WHERE state = ? LIMIT ?) rows") {
+    /// How many rows are in a state, counting up to `:limit` at most.
+    static let countInState = Query("SELECT COUNT(*) FROM (SELECT 1 FROM outbox WHERE state = :state LIMIT :limit) rows") {
         (count: Int64) in Int(count)
     }
 
-    /// Removes up to 1000 delivered rows delivered before `?`.
+    /// Removes up to 1000 delivered rows delivered before `:before`.
     static let pruneDelivered = StoreStatement(
         """
         DELETE FROM outbox WHERE id IN (
-            SELECT id FROM outbox WHERE state = 'delivered' AND delivered_at < ? ORDER BY id LIMIT 1000)
+            SELECT id FROM outbox WHERE state = 'delivered' AND delivered_at < :before ORDER BY id LIMIT 1000)
         """)
 }

@@ -12,21 +12,22 @@ import ReceiptKit
 enum ReconcileStatements {
     static let revision = Query(
         """
-        SELECT revision FROM history_revisions WHERE original_transaction_id = ? AND bundle_id = ? AND environment = ?
+        SELECT revision FROM history_revisions WHERE original_transaction_id = :original_transaction_id
+            AND bundle_id = :bundle_id AND environment = :environment
         """
     ) { (revision: String) in revision }
 
     static let setRevision = StoreStatement(
         """
         INSERT INTO history_revisions (original_transaction_id, bundle_id, environment, revision, updated_at)
-        VALUES (?, ?, ?, ?, ?)
+        VALUES (:original_transaction_id, :bundle_id, :environment, :revision, :updated_at)
         ON CONFLICT (original_transaction_id, bundle_id, environment)
         DO UPDATE SET revision = excluded.revision, updated_at = excluded.updated_at
         """)
 
     /// An app and environment's cursor: the instant up to which its notification history is
     /// stored, or `NULL` before its first window.
-    static let cursor = Query("SELECT position FROM reconcile_cursors WHERE bundle_id = ? AND environment = ?") {
+    static let cursor = Query("SELECT position FROM reconcile_cursors WHERE bundle_id = :bundle_id AND environment = :environment") {
         (position: Int64?) in position
     }
 
@@ -36,26 +37,24 @@ enum ReconcileStatements {
     }
 
     /// Makes an owner an app and environment's cursor's owner; a pair's first cursor starts where
-    /// the one cursor of servers before v11 was (`reconcile_cursor`), if anywhere. Values: bundle
-    /// id, environment, owner.
+    /// the one cursor of servers before v11 was (`reconcile_cursor`), if anywhere.
     static let claim = StoreStatement(
         """
         INSERT INTO reconcile_cursors (bundle_id, environment, position, lease_owner)
-        VALUES (?, ?, (SELECT position FROM reconcile_cursor WHERE id = 1), ?)
+        VALUES (:bundle_id, :environment, (SELECT position FROM reconcile_cursor WHERE id = 1), :lease_owner)
         ON CONFLICT (bundle_id, environment) DO UPDATE SET lease_owner = excluded.lease_owner
         """)
 
-    /// Moves a cursor forward (never back), if the owner still owns it. Values: position,
-    /// position, bundle id, environment, owner.
+    /// Moves a cursor forward (never back), if the owner still owns it.
     static let advance = Query(
         """
         UPDATE reconcile_cursors
-        SET position = CASE WHEN position IS NULL OR position < ? THEN ? ELSE position END
-        WHERE bundle_id = ? AND environment = ? AND lease_owner = ?
+        SET position = CASE WHEN position IS NULL OR position < :position THEN :position ELSE position END
+        WHERE bundle_id = :bundle_id AND environment = :environment AND lease_owner = :lease_owner
         RETURNING 1
         """
     ) { (_: Int64) in () }
 
     /// Gives up every cursor an owner owns.
-    static let release = StoreStatement("UPDATE reconcile_cursors SET lease_owner = NULL WHERE lease_owner = ?")
+    static let release = StoreStatement("UPDATE reconcile_cursors SET lease_owner = NULL WHERE lease_owner = :lease_owner")
 }

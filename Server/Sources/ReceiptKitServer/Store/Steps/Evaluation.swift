@@ -46,12 +46,12 @@ struct Evaluation: RowSteps, Sendable {
     }
 
     mutating func next(_ rows: [[StoreValue]]) throws -> RowStep<SubscriptionState?> {
-        let keyValues = LedgerStatements.key(key)
-        let at = StoreValue.integer(instant.millisecondsSince1970)
+        let keyBindings = LedgerStatements.key(key)
+        let at: Bindings = ["at": .integer(instant.millisecondsSince1970)]
         switch phase {
         case .start:
             phase = .current
-            return .fetch(LedgerStatements.current.fetch(keyValues + keyValues + keyValues + LedgerStatements.renewalKey(key)))
+            return .fetch(LedgerStatements.current.fetch(keyBindings))
         case .current:
             var current = Current()
             for row in try LedgerStatements.current.decode(rows) {
@@ -66,7 +66,7 @@ struct Evaluation: RowSteps, Sendable {
             self.head = head
             guard let last = head.lastKnownFrom, last <= instant.millisecondsSince1970 else {
                 phase = .candidatesAt
-                return .fetch(LedgerStatements.candidatesKnownAt.fetch(keyValues + [at]))
+                return .fetch(LedgerStatements.candidatesKnownAt.fetch(keyBindings + at))
             }
             return try now(current)
         case .candidatesAt:
@@ -74,21 +74,21 @@ struct Evaluation: RowSteps, Sendable {
             guard Self.candidatesSuffice(candidates) else { return allCopies() }
             copies = candidates
             phase = .lastTransactionAt
-            return .fetch(LedgerStatements.lastTransactionCopyKnownAt.fetch(keyValues + [at]))
+            return .fetch(LedgerStatements.lastTransactionCopyKnownAt.fetch(keyBindings + at))
         case .lastTransactionAt:
             if let row = try LedgerStatements.lastTransactionCopyKnownAt.decodeFirst(rows),
                !hasCopy(row.transactionId, knownFrom: row.knownFrom) {
                 copies.append(try copy(row.json, .transaction))
             }
             phase = .lastRenewalInfo
-            return .fetch(LedgerStatements.lastRenewalInfoKnownAt.fetch(LedgerStatements.renewalKey(key) + [at]))
+            return .fetch(LedgerStatements.lastRenewalInfoKnownAt.fetch(LedgerStatements.renewalKey(key) + at))
         case .lastRenewalInfo:
             copies += try LedgerStatements.lastRenewalInfoKnownAt.decode(rows).map { try copy($0, .renewalInfo) }
             return .done(evaluate())
         case .allTransactions:
             copies = try LedgerStatements.transactionCopiesKnownAt.decode(rows).map { try copy($0, .transaction) }
             phase = .allRenewalInfos
-            return .fetch(LedgerStatements.renewalInfoCopiesKnownAt.fetch(LedgerStatements.renewalKey(key) + [at]))
+            return .fetch(LedgerStatements.renewalInfoCopiesKnownAt.fetch(LedgerStatements.renewalKey(key) + at))
         case .allRenewalInfos:
             copies += try LedgerStatements.renewalInfoCopiesKnownAt.decode(rows).map { try copy($0, .renewalInfo) }
             return .done(evaluate())
@@ -148,7 +148,7 @@ struct Evaluation: RowSteps, Sendable {
     private mutating func allCopies() -> RowStep<SubscriptionState?> {
         phase = .allTransactions
         return .fetch(LedgerStatements.transactionCopiesKnownAt.fetch(
-            LedgerStatements.key(key) + [.integer(instant.millisecondsSince1970)]))
+            LedgerStatements.key(key) + ["at": .integer(instant.millisecondsSince1970)]))
     }
 
     private func evaluate() -> SubscriptionState? {

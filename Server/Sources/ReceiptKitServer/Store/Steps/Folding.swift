@@ -37,14 +37,14 @@ struct Folding: RowSteps, Sendable {
         case (.renewalInfo, .start):
             phase = .same(latest: nil)
             return .fetch(LedgerStatements.renewalInfoCopy.fetch(
-                LedgerStatements.renewalKey(of: copy) + [.integer(copy.knownFrom.millisecondsSince1970)]))
+                LedgerStatements.renewalKey(of: copy) + ["known_from": .integer(copy.knownFrom.millisecondsSince1970)]))
         case (.renewalInfo, _):
             let same = try LedgerStatements.renewalInfoCopy.decodeFirst(rows).map { try LedgerStatements.copy($0, kind: .renewalInfo, of: id) }
             return .done(Self.plan(renewalInfo: copy, same: same))
         case (.transaction, .start):
-            guard let values = LedgerStatements.transaction(of: copy) else { return .done(Result()) }
+            guard let bindings = LedgerStatements.transaction(of: copy) else { return .done(Result()) }
             phase = .latest
-            return .fetch(LedgerStatements.latestTransactionCopy.fetch(values))
+            return .fetch(LedgerStatements.latestTransactionCopy.fetch(bindings))
         case (.transaction, .latest):
             let latest = try LedgerStatements.latestTransactionCopy.decodeFirst(rows).map {
                 try LedgerStatements.copy($0.json, kind: .transaction, of: id)
@@ -54,7 +54,7 @@ struct Folding: RowSteps, Sendable {
                 return .done(result)
             case .fetchSame:
                 phase = .same(latest: latest)
-                return .fetch(LedgerStatements.transactionCopy.fetch(LedgerStatements.transaction(of: copy, signedToo: true) ?? []))
+                return .fetch(LedgerStatements.transactionCopy.fetch(LedgerStatements.transaction(of: copy, signedToo: true) ?? [:]))
             }
         case (.transaction, .same(let latest)):
             let same = try LedgerStatements.transactionCopy.decodeFirst(rows).map { try LedgerStatements.copy($0, kind: .transaction, of: id) }
@@ -76,12 +76,12 @@ struct Folding: RowSteps, Sendable {
     }
 
     static func plan(_ copy: LedgerCopy, latest: LedgerCopy?, same: LedgerCopy?? = .none) -> Plan {
-        guard let keyValues = LedgerStatements.transaction(of: copy) else { return .write(Result()) }
-        let signed = StoreValue.integer(copy.knownFrom.millisecondsSince1970)
-        let columns = LedgerStatements.rankValues(copy) + [LedgerStatements.json(copy)]
-        let replace = Result(writes: [StoreWrite(LedgerStatements.replaceTransactionCopy, columns + keyValues + [signed])], stored: true)
+        guard let transaction = LedgerStatements.transaction(of: copy) else { return .write(Result()) }
+        let signed: Bindings = ["known_from": .integer(copy.knownFrom.millisecondsSince1970)]
+        let columns = LedgerStatements.rankBindings(copy) + ["copy": LedgerStatements.json(copy)]
+        let replace = Result(writes: [StoreWrite(LedgerStatements.replaceTransactionCopy, columns + transaction + signed)], stored: true)
         func insert(isLatest: Bool) -> StoreWrite {
-            StoreWrite(LedgerStatements.insertTransactionCopy, keyValues + [signed, .flag(isLatest)] + columns)
+            StoreWrite(LedgerStatements.insertTransactionCopy, transaction + signed + ["is_latest": .flag(isLatest)] + columns)
         }
         guard let latest else { return .write(Result(writes: [insert(isLatest: true)], stored: true)) }
         if latest.isSameCopy(as: copy) {
@@ -89,7 +89,7 @@ struct Folding: RowSteps, Sendable {
         }
         if copy.knownFrom > latest.knownFrom {
             let demote = StoreWrite(
-                LedgerStatements.demoteTransactionCopy, keyValues + [.integer(latest.knownFrom.millisecondsSince1970)])
+                LedgerStatements.demoteTransactionCopy, transaction + ["known_from": .integer(latest.knownFrom.millisecondsSince1970)])
             return .write(Result(writes: [demote, insert(isLatest: true)], stored: true))
         }
         // Signed before the latest: an earlier copy arriving late, kept for `as_of`.
@@ -101,12 +101,13 @@ struct Folding: RowSteps, Sendable {
     /// The writes for a renewal info copy, given the stored copy of the same renewal info signed
     /// at the same instant, if any.
     static func plan(renewalInfo copy: LedgerCopy, same: LedgerCopy?) -> Result {
-        let identity = LedgerStatements.renewalKey(of: copy) + [.integer(copy.knownFrom.millisecondsSince1970)]
+        let identity = LedgerStatements.renewalKey(of: copy) + ["known_from": .integer(copy.knownFrom.millisecondsSince1970)]
+        let json: Bindings = ["copy": LedgerStatements.json(copy)]
         guard let same else {
-            return Result(writes: [StoreWrite(LedgerStatements.insertRenewalInfoCopy, identity + [LedgerStatements.json(copy)])], stored: true)
+            return Result(writes: [StoreWrite(LedgerStatements.insertRenewalInfoCopy, identity + json)], stored: true)
         }
         guard copy.supersedes(same) else { return Result() }
-        return Result(writes: [StoreWrite(LedgerStatements.replaceRenewalInfoCopy, [LedgerStatements.json(copy)] + identity)], stored: true)
+        return Result(writes: [StoreWrite(LedgerStatements.replaceRenewalInfoCopy, json + identity)], stored: true)
     }
 }
 

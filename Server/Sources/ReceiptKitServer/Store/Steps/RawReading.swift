@@ -23,7 +23,7 @@ struct RawReading: RowSteps, Sendable {
         switch phase {
         case .start:
             phase = .input
-            return .fetch(InputStatements.raw.fetch([.text(dedupKey)]))
+            return .fetch(InputStatements.raw.fetch(["dedup_key": .text(dedupKey)]))
         case .input:
             guard let row = try InputStatements.raw.decodeFirst(rows) else { return .done(nil) }
             stored = row.stored
@@ -35,7 +35,7 @@ struct RawReading: RowSteps, Sendable {
         }
         if let id = pending.popLast() {
             phase = .header(id)
-            return .fetch(InputStatements.header.fetch([.integer(id)]))
+            return .fetch(InputStatements.header.fetch(["id": .integer(id)]))
         }
         let segments = self.segments
         return .done(try RawCompaction.raw(stored: stored, encoding: encoding) { _ in segments })

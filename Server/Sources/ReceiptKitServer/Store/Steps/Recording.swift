@@ -96,7 +96,7 @@ struct Recording: RowSteps, Sendable {
     private mutating func start() -> RowStep<Result>? {
         if let legacy = input.legacyDedupKey {
             phase = .legacy
-            return .fetch(InputStatements.stored.fetch([.text(legacy)]))
+            return .fetch(InputStatements.stored.fetch(["dedup_key": .text(legacy)]))
         }
         phase = input.skipsRepeats ? .lockingForRepeats(0) : .header(0, .start)
         return nil
@@ -153,7 +153,7 @@ struct Recording: RowSteps, Sendable {
                 return nil
             }
             phase = .header(index, .selected)
-            return .fetch(InputStatements.headerId.fetch([.text(text)]))
+            return .fetch(InputStatements.headerId.fetch(["segment": .text(text)]))
         }
         if let id = try InputStatements.headerId.decodeFirst(rows) {
             let header = RawCompaction.Header(id: id, segment: segment)
@@ -165,11 +165,11 @@ struct Recording: RowSteps, Sendable {
         switch lookup {
         case .selected:
             phase = .header(index, .inserted)
-            return .insert(StoreWrite(InputStatements.insertHeader, [.text(text)]))
+            return .insert(StoreWrite(InputStatements.insertHeader, ["segment": .text(text)]))
         case .inserted:
             // Another transaction stored it first (PostgreSQL waited for it): read it.
             phase = .header(index, .selectedAgain)
-            return .fetch(InputStatements.headerId.fetch([.text(text)]))
+            return .fetch(InputStatements.headerId.fetch(["segment": .text(text)]))
         case .start, .selectedAgain:
             throw StoreError("a JWS header was neither inserted nor found")
         }
@@ -274,8 +274,9 @@ struct Recording: RowSteps, Sendable {
         let raw = RawCompaction.stored(compacted ?? input.raw, encoding: compacted == nil ? .verbatim : .headerReferences)
         phase = .inserted
         return .insert(StoreWrite(InputStatements.insert, [
-            .text(input.dedupKey), .text(input.kind), .bytes(raw.bytes), .integer(Int64(raw.encoding.rawValue)),
-            StoredJSON(input.record).storeValue, .integer(input.receivedAt), .text(input.cause.source.rawValue),
+            "dedup_key": .text(input.dedupKey), "kind": .text(input.kind), "raw": .bytes(raw.bytes),
+            "raw_encoding": .integer(Int64(raw.encoding.rawValue)), "record": StoredJSON(input.record).storeValue,
+            "received_at": .integer(input.receivedAt), "source": .text(input.cause.source.rawValue),
         ]))
     }
 
@@ -284,7 +285,7 @@ struct Recording: RowSteps, Sendable {
     /// (``LedgerStatements/subscriptionWrites(_:copies:receivedAt:)``).
     private func keyWrites(inputId: Int64) -> [StoreWrite] {
         input.orderedKeys.flatMap { key in
-            [StoreWrite(InputStatements.insertInputKey, LedgerStatements.key(key) + [.integer(inputId)])]
+            [StoreWrite(InputStatements.insertInputKey, LedgerStatements.key(key) + ["input_id": .integer(inputId)])]
                 + LedgerStatements.subscriptionWrites(key, copies: input.copies, receivedAt: input.receivedAt)
         }
     }
@@ -292,7 +293,9 @@ struct Recording: RowSteps, Sendable {
     /// The writes that link the input's customers, new input or replay.
     private func linkWrites() -> [StoreWrite] {
         input.orderedLinks.map { link in
-            StoreWrite(LedgerStatements.insertLink, [.text(link.customerId)] + LedgerStatements.key(link.key) + [.integer(input.receivedAt)])
+            StoreWrite(
+                LedgerStatements.insertLink,
+                ["customer_id": .text(link.customerId), "linked_at": .integer(input.receivedAt)] + LedgerStatements.key(link.key))
         }
     }
 }

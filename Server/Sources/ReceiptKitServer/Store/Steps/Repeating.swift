@@ -38,8 +38,8 @@ struct Repeating: RowSteps, Sendable {
         next += 1
         switch copy.kind {
         case .transaction:
-            guard let values = LedgerStatements.transaction(of: copy) else { return .done(nil) }
-            return .fetch(LedgerStatements.lastTwoTransactionCopies.fetch(values))
+            guard let bindings = LedgerStatements.transaction(of: copy) else { return .done(nil) }
+            return .fetch(LedgerStatements.lastTwoTransactionCopies.fetch(bindings))
         case .renewalInfo:
             return .fetch(LedgerStatements.lastTwoRenewalInfoCopies.fetch(LedgerStatements.renewalKey(of: copy)))
         }
@@ -55,22 +55,23 @@ struct Repeating: RowSteps, Sendable {
     static func plan(repeating copy: LedgerCopy, stored: [LedgerCopy], receivedAt: Int64) -> [StoreWrite]? {
         guard let latest = stored.first, copy.knownFrom >= latest.knownFrom, copy.repeats(latest) else { return nil }
         if copy.knownFrom == latest.knownFrom { return [] }
-        let signed = StoreValue.integer(copy.knownFrom.millisecondsSince1970)
-        let latestSigned = StoreValue.integer(latest.knownFrom.millisecondsSince1970)
+        // The run's last signing (`:known_from`) moves to this copy's (`:new_known_from`).
+        let redate: Bindings = [
+            "new_known_from": .integer(copy.knownFrom.millisecondsSince1970), "copy": LedgerStatements.json(copy),
+            "known_from": .integer(latest.knownFrom.millisecondsSince1970),
+        ]
         let runContinues = stored.count > 1 && stored[1].repeats(latest)
         switch copy.kind {
         case .renewalInfo:
             if runContinues {
-                return [StoreWrite(
-                    LedgerStatements.redateRenewalInfoCopy,
-                    [signed, LedgerStatements.json(copy)] + LedgerStatements.renewalKey(of: copy) + [latestSigned])]
+                return [StoreWrite(LedgerStatements.redateRenewalInfoCopy, redate + LedgerStatements.renewalKey(of: copy))]
             }
             return Folding.plan(renewalInfo: copy, same: nil).writes
         case .transaction:
-            guard let key = copy.key, let values = LedgerStatements.transaction(of: copy) else { return nil }
+            guard let key = copy.key, let transaction = LedgerStatements.transaction(of: copy) else { return nil }
             let advance = LedgerStatements.subscriptionWrites(key, copies: [copy], receivedAt: receivedAt)
             if runContinues {
-                return [StoreWrite(LedgerStatements.redateTransactionCopy, [signed, LedgerStatements.json(copy)] + values + [latestSigned])]
+                return [StoreWrite(LedgerStatements.redateTransactionCopy, redate + transaction)]
                     + advance
             }
             guard case .write(let folded) = Folding.plan(copy, latest: latest) else { return nil }

@@ -31,7 +31,7 @@ struct LedgersToCopies: RowSteps, Sendable {
             switch phase {
             case .start:
                 phase = .read
-                return .fetch(Self.storedLedgers.fetch([]))
+                return .fetch(Self.storedLedgers.fetch())
             case .read:
                 ledgers = try Self.storedLedgers.decode(rows).map { ($0.key, try Self.copies($0.state, of: $0.key), $0.updatedAt) }[...]
                 phase = .ledger
@@ -87,7 +87,7 @@ struct Baselines: RowSteps, Sendable {
             switch phase {
             case .start:
                 phase = .read
-                return .fetch(FeedStatements.allKeys.fetch([]))
+                return .fetch(FeedStatements.allKeys.fetch())
             case .read:
                 keys = try FeedStatements.allKeys.decode(rows)[...]
                 phase = .evaluating(nil)
@@ -126,7 +126,7 @@ struct NotificationDaysBackfill: RowSteps, Sendable {
         """
         SELECT id, received_at, CASE WHEN substr(record, 1, 1) = '~' THEN record END,
             CASE WHEN substr(record, 1, 1) <> '~' THEN \(dialect.jsonText("record", ["notification", "type"])) END
-        FROM inputs WHERE kind = 'notification' AND id < ? ORDER BY id DESC LIMIT ?
+        FROM inputs WHERE kind = 'notification' AND id < :before ORDER BY id DESC LIMIT :limit
         """
     } row: { (id: Int64, receivedAt: Int64, deflated: StoredJSON?, type: String?) in
         (id: id, receivedAt: receivedAt, type: try type ?? deflated.flatMap(notificationType))
@@ -148,7 +148,7 @@ struct NotificationDaysBackfill: RowSteps, Sendable {
         }
     }
 
-    static let insert = StoreStatement("INSERT INTO notification_days (day, type, count) VALUES (?, ?, ?)")
+    static let insert = StoreStatement("INSERT INTO notification_days (day, type, count) VALUES (:day, :type, :count)")
 
     let since: Int64
     private var before = Int64.max
@@ -171,14 +171,16 @@ struct NotificationDaysBackfill: RowSteps, Sendable {
             } else {
                 guard !counts.isEmpty else { return .done(()) }
                 let writes = counts.sorted { $0.key < $1.key }.flatMap { day, types in
-                    types.sorted { $0.key < $1.key }.map { StoreWrite(Self.insert, [.integer(day), .text($0.key), .integer($0.value)]) }
+                    types.sorted { $0.key < $1.key }.map {
+                        StoreWrite(Self.insert, ["day": .integer(day), "type": .text($0.key), "count": .integer($0.value)])
+                    }
                 }
                 counts = [:]
                 return .write(writes)
             }
         }
         started = true
-        return .fetch(Self.notifications.fetch([.integer(before), .integer(Self.pageSize)]))
+        return .fetch(Self.notifications.fetch(["before": .integer(before), "limit": .integer(Self.pageSize)]))
     }
 }
 
