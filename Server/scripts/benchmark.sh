@@ -18,7 +18,8 @@
 # Not part of `swift test`. Needs wrk (Debian) and taskset. RECEIPTKIT_DATABASE_URL=postgres://…
 # (an empty database) runs it on PostgreSQL instead of a new SQLite file.
 # Usage: Server/scripts/benchmark.sh [SECONDS]   (default 10 s a run)
-# Environment: KEYS (aged subscriptions, default 200), HISTORY (renewals behind each, default 240).
+# Environment: KEYS (aged subscriptions, default 200), HISTORY (renewals behind each, default 240),
+# SERVER (a receiptkit-server binary to measure instead of this checkout's release build).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECONDS_PER_RUN="${1:-10}"
@@ -34,10 +35,14 @@ trap cleanup EXIT
 command -v wrk >/dev/null || { echo "benchmark.sh: needs wrk (apt-get install wrk)" >&2; exit 1; }
 [ $((HISTORY + 1 + RENEWALS_PER_KEY)) -le 1000 ] || { echo "benchmark.sh: HISTORY + renewals exceed 1,000 periods" >&2; exit 1; }
 
-(cd Server && swift build -c release --product receiptkit-server)
+# SERVER names another server binary to measure (an earlier revision's, for a comparison in one
+# run of the machine); by default this checkout's release build.
+if [ -z "${SERVER:-}" ]; then
+    (cd Server && swift build -c release --product receiptkit-server)
+    SERVER="$(cd Server && swift build -c release --show-bin-path)/receiptkit-server"
+fi
 swift build -c release --product verify-receipt
 swift build -c release --product receiptkit-benchmark
-SERVER="$(cd Server && swift build -c release --show-bin-path)/receiptkit-server"
 BIN="$(swift build -c release --show-bin-path)"
 
 # Fresh: the first purchases of subscriptions numbered after the aged ones, the same notifications
