@@ -282,7 +282,10 @@ public enum Base64URL {
     /// - Parameter bytes: The bytes to encode.
     /// - Returns: The text as UTF-8 bytes, every one in `A-Z a-z 0-9 - _`.
     public static func encode(_ bytes: some Collection<UInt8>) -> [UInt8] {
-        Base64.encode(bytes, alphabet: .urlNoPadding)
+        // Made an array first (one copy, none for an array): the loop below is then the one
+        // compiled for arrays here, whatever collection a caller in another module passes — a
+        // caller's generic collection, unspecialized across modules, costs a call per byte.
+        Base64.encode(Array(bytes), alphabet: .urlNoPadding)
     }
 
     /// Encodes `bytes` in base64url without padding, as text.

@@ -13,8 +13,10 @@ public enum Hex {
     /// - Parameter bytes: The bytes to encode.
     /// - Returns: Two lowercase digits a byte.
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        // An array first, so the loop is the one compiled for arrays here (see Base64URL.encode).
+        let bytes = Array(bytes)
         var output = [UInt8]()
-        output.reserveCapacity(bytes.underestimatedCount * 2)
+        output.reserveCapacity(bytes.count * 2)
         for byte in bytes {
             output.append(digits[Int(byte >> 4)])
             output.append(digits[Int(byte & 0x0F)])
