@@ -19,18 +19,11 @@ enum RequestBody {
         } catch {
             throw InvalidInput("the body is not a JSON object")
         }
-        // StrictJSON has read it as one object; Foundation lists its members.
-        if let members = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] {
-            let known = Value.Fields.allCases.map(\.stringValue)
-            if !Value.othersIgnored, let unknown = members.keys.sorted().first(where: { !known.contains($0) }) {
-                throw InvalidInput("the body has a member \(unknown), which is not one of \(known.joined(separator: ", "))")
-            }
-            if let null = members.keys.sorted().first(where: { members[$0] is NSNull && !Value.nullable.contains($0) }) {
-                throw InvalidInput("\(null) is null; leave it out, or give a value of its type")
-            }
-        }
         do {
-            return try JSONDecoder().decode(Value.self, from: Data(bytes))
+            // One decode: its members checked, then the value read from the same decoder.
+            return try JSONDecoder().decode(Checked<Value>.self, from: Data(bytes)).value
+        } catch let error as InvalidInput {
+            throw error
         } catch let DecodingError.typeMismatch(expected, context) {
             throw InvalidInput("\(name(context.codingPath)) must be \(article(expected))")
         } catch let DecodingError.valueNotFound(expected, context) {
@@ -42,6 +35,35 @@ enum RequestBody {
         } catch {
             throw InvalidInput("the body does not decode: \(error)")
         }
+    }
+
+    /// A body's members checked before its value is read: none the type does not know (unless it
+    /// ignores others), none `null` but the nullable ones.
+    private struct Checked<Checking: RequestFields>: Decodable {
+        let value: Checking
+
+        init(from decoder: any Decoder) throws {
+            let members = try decoder.container(keyedBy: MemberName.self)
+            let names = members.allKeys.sorted { $0.stringValue < $1.stringValue }
+            let known = Checking.Fields.allCases.map(\.stringValue)
+            if !Checking.othersIgnored, let unknown = names.first(where: { !known.contains($0.stringValue) }) {
+                throw InvalidInput("the body has a member \(unknown.stringValue), which is not one of \(known.joined(separator: ", "))")
+            }
+            for name in names where !Checking.nullable.contains(name.stringValue) {
+                if try members.decodeNil(forKey: name) {
+                    throw InvalidInput("\(name.stringValue) is null; leave it out, or give a value of its type")
+                }
+            }
+            value = try Checking(from: decoder)
+        }
+    }
+
+    /// Any member's name.
+    private struct MemberName: CodingKey {
+        let stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
     }
 
     /// A member's path as the body spells it (`customer_id`, `items[2].id`).
